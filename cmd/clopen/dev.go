@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"clopen.dev/cmd/clopen/internal/stack"
+	"clopen.dev/pkg/platform/logging"
+	"clopen.dev/pkg/platform/privatepg"
+	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/telemetry"
+	"clopen.dev/services/artifacts"
+	"clopen.dev/services/engine-worker/engines"
+	"clopen.dev/services/engine-worker/fakellm"
+	"clopen.dev/services/gateway"
+)
+
+// runDev runs every service in this process on an embedded NATS server, with
+// Postgres from DATABASE_URL or a private cluster under the data dir. The
+// worker offers the installed engines that are ready; --fakellm starts the
+// mock LLM on a loopback port and points every engine at it. It returns when
+// ctx ends (SIGINT), after stopping everything it started.
+func runDev(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	began := time.Now()
+	fs := flag.NewFlagSet("dev", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	withFakeLLM := fs.Bool("fakellm", false, "start the mock LLM and point every engine at it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dir, err := dataDir(getenv)
+	if err != nil {
+		return err
+	}
+	level := getenv("CLOPEN_LOG_LEVEL")
+	if level == "" {
+		level = "warn" // the terminal is for the URL and the errors
+	}
+	logger := logging.New(stderr, level)
+
+	natsPort := 14222
+	if p := getenv("CLOPEN_NATS_PORT"); p != "" {
+		if natsPort, err = strconv.Atoi(p); err != nil {
+			return fmt.Errorf("CLOPEN_NATS_PORT: %w", err)
+		}
+	} else if !portFree(natsPort) {
+		natsPort = -1 // another NATS owns the default: any port will do
+	}
+	addr := getenv("CLOPEN_HTTP_ADDR")
+	if addr == "" {
+		addr = gateway.DefaultConfig().Addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w (set CLOPEN_HTTP_ADDR to use another address)", addr, err)
+	}
+
+	dbURL, stopDB, err := devDatabase(ctx, getenv, dir, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopDB()
+
+	setup := engines.SetupFromEnv(dir, getenv, logger)
+	if *withFakeLLM {
+		url, stopLLM, err := fakellm.New(fakellm.Config{Logger: logger}).Start("127.0.0.1:0")
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stopLLM()
+		setup.LLMBaseURL = url
+		fmt.Fprintf(stdout, "fakellm at %s: every engine talks to it\n", url)
+	}
+	tel, err := telemetry.Setup(ctx, "clopen-dev", getenv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer func() { _ = tel.Shutdown(context.Background()) }()
+	st, err := stack.Start(ctx, stack.Config{Dir: dir, NATSPort: natsPort, DatabaseURL: dbURL, HTTP: ln, Logger: logger,
+		Engines:   &setup,
+		Artifacts: artifacts.Config{DataDir: dir, MasterKey: getenv("CLOPEN_MASTER_KEY"), RealHome: getenv("CLOPEN_ARTIFACTS_REAL_HOME")}})
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	adminAddr := getenv("CLOPEN_ADMIN_ADDR")
+	if adminAddr == "" {
+		adminAddr = "127.0.0.1:8421"
+	}
+	if stopAdmin, err := servekit.ServeAdmin(adminAddr, servekit.AdminHandler(st.Health, tel.Metrics), logger); err != nil {
+		logger.Warn("no admin listener (health and metrics)", "err", err)
+	} else {
+		defer stopAdmin()
+	}
+	keyFile := filepath.Join(dir, gateway.DevKeyFile)
+	if _, err := gateway.EnsureDevAccount(ctx, st.DB, keyFile); err != nil {
+		_ = st.Stop()
+		return fmt.Errorf("dev account: %w", err)
+	}
+	readyCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = st.Ready(readyCtx)
+	cancel()
+	if err != nil {
+		_ = st.Stop()
+		return err
+	}
+	fmt.Fprintf(stdout, "Clopen is running at %s (ready in %.1fs)\n", st.URL, time.Since(began).Seconds())
+	fmt.Fprintf(stdout, "  data dir %s\n  NATS %s\n  health and metrics http://%s/readyz /metrics\n", dir, st.NATSURL, adminAddr)
+	fmt.Fprintf(stdout, "  API key (tenant dev, project default) in %s\n", keyFile)
+	fmt.Fprintf(stdout, "  try: go run ./cmd/clopen chat    (Ctrl-C stops Clopen)\n")
+	<-st.Done()
+	err = st.Err()
+	fmt.Fprintln(stdout, "Clopen stopped")
+	return err
+}
+
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
+}
+
+// devDatabase returns DATABASE_URL when set; otherwise it starts (and the
+// returned function stops) a private cluster under the data dir.
+func devDatabase(ctx context.Context, getenv func(string) string, dir string, logger *slog.Logger) (string, func(), error) {
+	if url := getenv("DATABASE_URL"); url != "" {
+		return url, func() {}, nil
+	}
+	cluster, err := privatepg.Start(ctx, privatepg.Config{Dir: filepath.Join(dir, "postgres"), Logger: logger})
+	if err != nil {
+		return "", nil, fmt.Errorf("no DATABASE_URL, and a private Postgres could not start: %w", err)
+	}
+	return cluster.URL(), func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		defer cancel()
+		if err := cluster.Stop(sctx); err != nil {
+			logger.Error("stop private postgres", "err", err)
+		}
+	}, nil
+}

@@ -1,0 +1,146 @@
+package stack
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/svc"
+)
+
+func (h *harness) art(op string, req, resp any) {
+	h.t.Helper()
+	subject, _ := events.ServiceSubject(events.ArtifactsService, op)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := svc.Call(ctx, h.nc, subject, req, resp); err != nil {
+		h.t.Fatalf("artifacts %s: %v", op, err)
+	}
+}
+
+// TestArtifactsReachTheRun runs a scripted turn whose plan holds a skill, a
+// slash skill, a subagent, global instructions and a deny rule, and checks
+// them on disk in the engine's config dir and in the run's events: the
+// preamble and the memory file the engine reports, the expanded /slash
+// prompt, a Bash call denied by the rule, and the artifact revision on the
+// run.
+func TestArtifactsReachTheRun(t *testing.T) {
+	dir := t.TempDir()
+	h := start(t, Config{Dir: dir})
+	tn := newTenant()
+	h.art(events.OpSkillsPut, events.SkillPut{Caller: tn.Caller, Skill: events.Skill{Slug: "review",
+		Description: "Reviews changes before they land.", Body: "Review carefully."}}, nil)
+	h.art(events.OpSkillsPut, events.SkillPut{Caller: tn.Caller, Skill: events.Skill{Slug: "greet",
+		Description: "Greets someone.", Triggers: []string{"slash"}, Body: "Say hello to $1."}}, nil)
+	h.art(events.OpSubagentsPut, events.SubagentPut{Caller: tn.Caller, Subagent: events.Subagent{Slug: "tester",
+		Description: "Writes and runs tests.", Body: "You write tests."}}, nil)
+	h.art(events.OpInstructionsPut, events.InstructionsPut{Caller: tn.Caller, Instructions: events.Instructions{
+		Scope: events.ScopeGlobal, Content: "Always answer in English.", Enabled: true}}, nil)
+	h.art(events.OpPermissionsPut, events.PermissionsPut{Caller: tn.Caller, Set: events.PermissionSet{Scope: events.ScopeGlobal,
+		PermissionRules: events.PermissionRules{Deny: []string{"Bash"}}}}, nil)
+	var rev events.RevisionReply
+	h.art(events.OpRevision, events.ListRequest{Caller: tn.Caller}, &rev)
+
+	s := h.session(tn, "scripted/artifacts")
+	feed := h.follow(tn.TenantID, s.ID, 0)
+	reply := h.send(tn, s.ID, "/greet Ada")
+	feed.waitFor(t, 20*time.Second, finished(reply.RunID))
+	run := h.waitRunState(tn, reply.RunID, events.RunCompleted)
+
+	// On disk, in the engine's isolated config dir.
+	cfgDir := filepath.Join(dir, "engine-config", tn.TenantID, "scripted", "default")
+	agents := readFile(t, filepath.Join(cfgDir, "AGENTS.md"))
+	if !strings.Contains(agents, "<!-- CLOPEN:INSTRUCTIONS:START — managed block, do not edit -->\nAlways answer in English.") {
+		t.Errorf("AGENTS.md lacks the instructions block:\n%s", agents)
+	}
+	for _, f := range []string{".clopen/skills/review/SKILL.md", ".clopen/skills/greet/SKILL.md"} {
+		if _, err := os.Stat(filepath.Join(cfgDir, f)); err != nil {
+			t.Errorf("%s not materialised: %v", f, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "workspaces", tn.TenantID, tn.project, "AGENTS.md")); err == nil {
+		t.Error("artifacts were written into the workspace")
+	}
+
+	// In the run's events.
+	var report string
+	var bashResult *events.ToolResultBlock
+	var bashID string
+	var revision int64
+	for _, env := range h.runEventsOnBus(tn.TenantID, reply.RunID) {
+		switch o := env.Output.(type) {
+		case events.Notification:
+			if o.Title == "Artifacts" {
+				report = o.Message
+			}
+		case events.RunState:
+			if o.State == events.RunRunning {
+				revision = o.ArtifactRevision
+			}
+		case events.AssistantMessage:
+			for _, b := range o.Content {
+				if tu, ok := b.(events.ToolUseBlock); ok && tu.Name == "Bash" {
+					bashID = tu.ID
+				}
+			}
+		case events.UserMessage:
+			for _, b := range o.Content {
+				if tr, ok := b.(events.ToolResultBlock); ok && tr.ToolUseID == bashID && bashID != "" {
+					bashResult = &tr
+				}
+			}
+		}
+	}
+	for _, want := range []string{
+		"# Available Skills", "**review** — Reviews changes before they land.", cfgDir + "/.clopen/skills/review/SKILL.md",
+		"# Available Subagents", "**tester** — Writes and runs tests.",
+		"Say hello to Ada.", "`/greet Ada`",
+		"--- AGENTS.md ---", "Always answer in English.",
+	} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the engine's report lacks %q:\n%s", want, report)
+		}
+	}
+	if strings.Contains(report, "**greet**") || strings.Contains(report, events.ConfigDirToken) {
+		t.Errorf("slash-only skill advertised, or an unresolved config dir token:\n%s", report)
+	}
+	if bashResult == nil || !bashResult.IsError || !strings.Contains(bashResult.Content, "denied by this project's permissions") {
+		t.Errorf("Bash result = %+v, want an error denied by this project's permissions", bashResult)
+	}
+	if revision != rev.Revision || run.ArtifactRevision == nil || *run.ArtifactRevision != rev.Revision {
+		t.Errorf("revision on the running state %d, on the run %v; want %d", revision, run.ArtifactRevision, rev.Revision)
+	}
+
+	// The saved user message keeps what the user typed.
+	var msgs []events.MessageRow
+	h.must(events.OpMessagesList, events.MessageList{Caller: tn.Caller, SessionID: s.ID}, &msgs)
+	if len(msgs) == 0 || !strings.Contains(string(msgs[0].Message), `"/greet Ada"`) || strings.Contains(string(msgs[0].Message), "Say hello") {
+		t.Errorf("saved user message = %s", msgs[0].Message)
+	}
+
+	// A change makes the next run use the next revision, and the disk follows.
+	h.art(events.OpInstructionsPut, events.InstructionsPut{Caller: tn.Caller, Instructions: events.Instructions{
+		Scope: events.ScopeGlobal, Content: "Answer in French.", Enabled: true}}, nil)
+	second := h.send(tn, s.ID, "again")
+	feed.waitFor(t, 20*time.Second, finished(second.RunID))
+	run2 := h.waitRunState(tn, second.RunID, events.RunCompleted)
+	if run2.ArtifactRevision == nil || *run2.ArtifactRevision != rev.Revision+1 {
+		t.Errorf("second run revision = %v, want %d", run2.ArtifactRevision, rev.Revision+1)
+	}
+	if agents := readFile(t, filepath.Join(cfgDir, "AGENTS.md")); !strings.Contains(agents, "Answer in French.") || strings.Contains(agents, "English") {
+		t.Errorf("AGENTS.md after the change:\n%s", agents)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,84 @@
+// Command clopen is the one binary: `clopen dev` runs every service in one
+// process with an embedded NATS server, `clopen serve <service>` runs one,
+// and the operator and user commands live beside them.
+package main
+
+import (
+	"context"
+
+	"clopen.dev/services/engine-worker/fakellm"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "clopen:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		usage(stderr)
+		return fmt.Errorf("no command given")
+	}
+	switch args[0] {
+	case "help", "-h", "--help":
+		usage(stdout)
+		return nil
+	case "dev":
+		return runDev(ctx, args[1:], getenv, stdout, stderr)
+	case "serve":
+		return runServe(ctx, args[1:], getenv, stderr)
+	case "migrate":
+		return runMigrate(ctx, getenv, stdout, stderr)
+	case "postgres":
+		return runPostgres(ctx, args[1:], getenv, stdout, stderr)
+	case "nats":
+		return runNATS(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return runBench(ctx, args[1:], getenv, stdout, stderr)
+	case "fakellm":
+		return fakellm.Main(ctx, args[1:], stdout, stderr)
+	case "admin":
+		return runAdmin(ctx, args[1:], getenv, stdout, stderr)
+	case "chat":
+		return runChat(ctx, args[1:], getenv, stdout, stderr)
+	case "engines":
+		return runEngines(ctx, args[1:], getenv, stdout, stderr)
+	default:
+		usage(stderr)
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: clopen <command> [arguments]
+
+commands:
+  dev [--fakellm]     run every service in one process (embedded NATS, Postgres from
+                      DATABASE_URL or a private cluster under the data dir); the
+                      worker offers every ready engine; --fakellm points them all
+                      at an in-process mock LLM
+  serve <service>     run one service: gateway, streammgr, engine-worker, artifacts, mcp-bridge
+  migrate             apply every service's database migrations (DATABASE_URL)
+  postgres --dir D    run a private PostgreSQL cluster in the foreground
+  nats --dir D        run the embedded NATS server (JetStream) as its own process
+  bench [flags]       load and latency benchmark against the raw JetStream/Postgres baseline
+                      (clopen bench -h)
+  engines install E   install agent engine E at its pinned version (npm, cached)
+  engines doctor      say which engines are ready, and what to do about the others
+  fakellm             serve the mock LLM (Anthropic, OpenAI Chat and Responses, Gemini)
+                      on loopback for running real agent CLIs without a provider
+  admin <command>     operator commands on DATABASE_URL: create-tenant, create-user,
+                      create-key, list-tenants, rotate-key (clopen admin help)
+  chat [flags]        chat with a session in the terminal ($CLOPEN_URL, $CLOPEN_API_KEY
+                      or the dev key; --project --session --new --engine --model)
+`)
+}

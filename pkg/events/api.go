@@ -1,0 +1,242 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// This file holds the request and reply bodies of the services' svc.<svc>.<op>
+// endpoints. Every request carries the Caller the gateway authenticated;
+// services scope every query by Caller.TenantID and never trust a tenant from
+// anywhere else.
+
+// Caller is who a service request is made for.
+type Caller struct {
+	TenantID string `json:"tenantId"`
+	UserID   string `json:"userId"`
+	UserName string `json:"userName,omitempty"`
+	Role     string `json:"role,omitempty"` // admin | member
+}
+
+// Streammgr endpoints, under svc.streammgr.<op>.
+const (
+	OpStart          = "start"
+	OpCancel         = "cancel"
+	OpInterrupt      = "interrupt"
+	OpAnswer         = "answer"
+	OpSessionCreate  = "sessions.create"
+	OpSessionGet     = "sessions.get"
+	OpSessionList    = "sessions.list"
+	OpSessionUpdate  = "sessions.update"
+	OpSessionDelete  = "sessions.delete"
+	OpMessagesList   = "messages.list"
+	OpRunsList       = "runs.list"
+	OpRunGet         = "runs.get"
+	OpRunEvents      = "runs.events"
+	OpSnapshot       = "snapshot"
+	OpRebuildSession = "sessions.rebuild"
+)
+
+// APIError is the error body every service endpoint returns; Status follows
+// HTTP so the gateway maps it once. A resource of another tenant is reported
+// as not found, never as forbidden, so its existence does not leak.
+type APIError struct {
+	Status  int    `json:"status"`
+	Code    string `json:"code"` // invalid_request | not_found | conflict | unavailable | internal | too_large
+	Message string `json:"message"`
+}
+
+func (e *APIError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
+
+// StartTurnRequest asks streammgr to run one turn in a chat session.
+type StartTurnRequest struct {
+	Caller
+	SessionID string `json:"sessionId"`
+	Prompt    Blocks `json:"prompt"` // text, image, document blocks as the user typed them
+	// Engine selection; empty fields keep the session's current choice.
+	Engine    EngineType `json:"engine,omitempty"`
+	Model     string     `json:"model,omitempty"`
+	Provider  string     `json:"provider,omitempty"`
+	AccountID string     `json:"accountId,omitempty"`
+	Effort    string     `json:"reasoningEffort,omitempty"`
+	ProfileID *string    `json:"profileId,omitempty"` // null = explicitly none
+	// ClientRequestID makes a retried send idempotent: the same id in the same
+	// session returns the first run instead of starting another.
+	ClientRequestID string `json:"clientRequestId,omitempty"`
+}
+
+// StartTurnReply names the run. Queued is true when the session already had an
+// active run: the prompt waits and starts when that run completes.
+type StartTurnReply struct {
+	RunID            string `json:"runId"`
+	Queued           bool   `json:"queued"`
+	UserMessageRowID string `json:"userMessageRowId,omitempty"` // empty while queued
+}
+
+// RunControl is the body of cancel and interrupt. RunID empty means the
+// session's active run.
+type RunControl struct {
+	Caller
+	SessionID string `json:"sessionId"`
+	RunID     string `json:"runId,omitempty"`
+}
+
+// AnswerRequest answers a parked AskUserQuestion (Answers) or permission
+// prompt (Decision) of a session's active run.
+type AnswerRequest struct {
+	Caller
+	SessionID string            `json:"sessionId"`
+	RunID     string            `json:"runId,omitempty"`
+	ToolUseID string            `json:"toolUseId"`
+	Answers   map[string]string `json:"answers,omitempty"`
+	Decision  string            `json:"decision,omitempty"`
+	Message   string            `json:"message,omitempty"`
+}
+
+// Session is a chat session as clients see it.
+type Session struct {
+	ID              string     `json:"id"`
+	ProjectID       string     `json:"projectId"`
+	Title           string     `json:"title"`
+	Engine          EngineType `json:"engine"`
+	Provider        string     `json:"provider,omitempty"`
+	Model           string     `json:"model,omitempty"`
+	AccountID       string     `json:"accountId,omitempty"`
+	Effort          string     `json:"reasoningEffort,omitempty"`
+	ProfileID       string     `json:"profileId,omitempty"`
+	HeadSessionID   string     `json:"headSessionId,omitempty"`
+	HeadMessageID   string     `json:"headMessageId,omitempty"`
+	HeadTitle       string     `json:"headTitle"`
+	HeadSummary     string     `json:"headSummary"`
+	MessageCount    int        `json:"messageCount"`
+	UserCount       int        `json:"userCount"`
+	LastMessageAt   *time.Time `json:"lastMessageAt,omitempty"`
+	ActiveRunID     string     `json:"activeRunId,omitempty"`
+	CreatedBy       string     `json:"createdBy,omitempty"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	UpdatedAt       time.Time  `json:"updatedAt"`
+	QueuedRunsCount int        `json:"queuedRuns"`
+}
+
+// SessionCreate creates a chat session in a project the caller belongs to
+// (the gateway checks membership).
+type SessionCreate struct {
+	Caller
+	ProjectID string     `json:"projectId"`
+	Title     string     `json:"title,omitempty"`
+	Engine    EngineType `json:"engine,omitempty"`
+	Model     string     `json:"model,omitempty"`
+	Effort    string     `json:"reasoningEffort,omitempty"`
+	ProfileID string     `json:"profileId,omitempty"`
+}
+
+// SessionRef names one session (get, delete, snapshot, rebuild).
+type SessionRef struct {
+	Caller
+	SessionID string `json:"sessionId"`
+}
+
+// SessionList lists a project's sessions, newest first.
+type SessionList struct {
+	Caller
+	ProjectID string `json:"projectId"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// SessionUpdate changes a session's title or engine selection; nil leaves a
+// field alone.
+type SessionUpdate struct {
+	Caller
+	SessionID string      `json:"sessionId"`
+	Title     *string     `json:"title,omitempty"`
+	Engine    *EngineType `json:"engine,omitempty"`
+	Model     *string     `json:"model,omitempty"`
+	Effort    *string     `json:"reasoningEffort,omitempty"`
+	ProfileID *string     `json:"profileId,omitempty"`
+}
+
+// MessageRow is one saved message with its place in the session's DAG.
+type MessageRow struct {
+	RowID       string          `json:"rowId"`
+	ParentRowID string          `json:"parentRowId,omitempty"`
+	RunID       string          `json:"runId,omitempty"`
+	Message     json.RawMessage `json:"message"` // the unified message (an Output)
+	CreatedAt   time.Time       `json:"createdAt"`
+}
+
+// MessageList pages through a session's messages in saved order.
+type MessageList struct {
+	Caller
+	SessionID string `json:"sessionId"`
+	AfterRow  string `json:"afterRowId,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// Run is a run as clients see it.
+type Run struct {
+	ID              string       `json:"id"`
+	SessionID       string       `json:"sessionId"`
+	ProjectID       string       `json:"projectId"`
+	State           RunStateName `json:"state"`
+	Engine          EngineType   `json:"engine"`
+	Model           string       `json:"model,omitempty"`
+	Effort          string       `json:"reasoningEffort,omitempty"`
+	WorkerID        string       `json:"workerId,omitempty"`
+	Epoch           uint64       `json:"epoch"`
+	EngineSessionID string       `json:"engineSessionId,omitempty"`
+	Error           string       `json:"error,omitempty"`
+	ErrorKind       string       `json:"errorKind,omitempty"`
+	Usage           *TokenUsage  `json:"usage,omitempty"`
+	CostUSD         *float64     `json:"totalCostUsd,omitempty"`
+	QueuedAt        time.Time    `json:"queuedAt"`
+	DispatchedAt    *time.Time   `json:"dispatchedAt,omitempty"`
+	ClaimedAt       *time.Time   `json:"claimedAt,omitempty"`
+	FirstOutputAt   *time.Time   `json:"firstOutputAt,omitempty"`
+	EndedAt         *time.Time   `json:"endedAt,omitempty"`
+	// ArtifactRevision is the artifacts revision the run was configured from.
+	ArtifactRevision *int64 `json:"artifactRevision,omitempty"`
+}
+
+// RunList lists a session's runs, oldest first.
+type RunList struct {
+	Caller
+	SessionID string `json:"sessionId"`
+	Limit     int    `json:"limit,omitempty"`
+}
+
+// RunRef names one run.
+type RunRef struct {
+	Caller
+	RunID string `json:"runId"`
+}
+
+// RunEvents pages through a run's stored events in order.
+type RunEvents struct {
+	Caller
+	RunID      string `json:"runId"`
+	AfterEpoch uint64 `json:"afterEpoch,omitempty"`
+	AfterSeq   uint64 `json:"afterSeq,omitempty"`
+	Limit      int    `json:"limit,omitempty"`
+}
+
+// StoredEvent is one event of a run's log.
+type StoredEvent struct {
+	Epoch     uint64          `json:"epoch"`
+	Seq       uint64          `json:"seq"`
+	Type      string          `json:"type"`
+	Output    json.RawMessage `json:"output"`
+	CreatedAt time.Time       `json:"createdAt"`
+}
+
+// Snapshot is the state of a session a (re)joining client starts from: the
+// saved messages, the active run with its in-progress partial text, and the
+// CHAT cursor after which live frames continue the snapshot exactly.
+type Snapshot struct {
+	Session          Session      `json:"session"`
+	Messages         []MessageRow `json:"messages"`
+	ActiveRun        *Run         `json:"activeRun,omitempty"`
+	PartialText      string       `json:"partialText,omitempty"`
+	PartialReasoning string       `json:"partialReasoning,omitempty"`
+	Cursor           uint64       `json:"cursor"`
+}

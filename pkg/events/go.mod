@@ -1,0 +1,3 @@
+module clopen.dev/pkg/events
+
+go 1.26.0

@@ -1,0 +1,5 @@
+package privatepg
+
+import "syscall"
+
+func setPdeathsig(a *syscall.SysProcAttr, sig syscall.Signal) { a.Pdeathsig = sig }

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs every test of every workspace module, the way CI does.
+#
+#   1. makes sure a Postgres is reachable and exports DATABASE_URL:
+#      DATABASE_URL if it answers, else the server on 127.0.0.1:5432, else a
+#      private cluster started here (installing the server package if needed);
+#   2. installs the pinned agent engines (clopen engines install; npm's cache
+#      in $CLOPEN_NPM_CACHE keeps reinstalls fast) and exports
+#      CLOPEN_ENGINES_DIR, which turns on the tests against the real CLIs;
+#   3. checks gofmt and go vet;
+#   4. runs go test -race over every module, then each fuzz target briefly;
+#   5. builds every module on its own (GOWORK=off), as Docker images do.
+#
+# Environment: FUZZTIME (default 10s per target), TEST_TIMEOUT (default 30m),
+# CI=true makes integration tests fail instead of skip when infrastructure is missing
+# (a database, root for the engine sandboxes, an installed engine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+fuzztime=${FUZZTIME:-10s}
+timeout=${TEST_TIMEOUT:-30m}
+step() { printf '\n==> %s\n' "$*"; }
+
+pg_answers() { # url
+  command -v pg_isready >/dev/null 2>&1 || return 1
+  pg_isready -q -d "$1" -t 3
+}
+
+private_pid=""
+cleanup() {
+  if [ -n "$private_pid" ]; then
+    kill -INT "$private_pid" 2>/dev/null || true
+    wait "$private_pid" 2>/dev/null || true
+  fi
+}
+trap cleanup EXIT
+
+step "Postgres"
+if [ -n "${DATABASE_URL:-}" ] && pg_answers "$DATABASE_URL"; then
+  echo "using DATABASE_URL"
+elif pg_answers "postgres://postgres@127.0.0.1:5432/postgres"; then
+  export DATABASE_URL="postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+  echo "using the server on 127.0.0.1:5432"
+else
+  if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postgres >/dev/null 2>&1; then
+    echo "no PostgreSQL server binaries: installing the postgresql package"
+    if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null
+    else sudo apt-get update -qq && sudo apt-get install -y -qq postgresql >/dev/null; fi
+  fi
+  pgdir=$(mktemp -d /tmp/clopen-test-pg.XXXXXX)
+  urlfile="$pgdir/url"
+  go run ./cmd/clopen postgres --dir "$pgdir" --url-file "$urlfile" &
+  private_pid=$!
+  for _ in $(seq 1 120); do [ -s "$urlfile" ] && break; sleep 0.5; done
+  [ -s "$urlfile" ] || { echo "private postgres did not start" >&2; exit 1; }
+  export DATABASE_URL=$(cat "$urlfile")
+  echo "started a private cluster in $pgdir"
+fi
+
+step "agent engines"
+export CLOPEN_ENGINES_DIR=${CLOPEN_ENGINES_DIR:-${XDG_DATA_HOME:-$HOME/.local/share}/clopen/engines}
+for engine in claude-code codex pi gemini qwen copilot opencode cline; do
+  # One line when the pinned version is already there; npm's progress otherwise.
+  go run ./cmd/clopen engines install "$engine"
+done
+
+modules=$(go list -m -f '{{.Dir}}')
+
+step "gofmt"
+unformatted=$(gofmt -l $modules)
+if [ -n "$unformatted" ]; then echo "gofmt would change:"; echo "$unformatted"; exit 1; fi
+
+step "go vet"
+go vet clopen.dev/...
+
+step "go test -race"
+go test -race -count=1 -timeout "$timeout" clopen.dev/... 2>&1 | tee /tmp/clopen-test-output.txt
+ran=$(grep -c '^ok ' /tmp/clopen-test-output.txt || true)
+echo "packages passed: $ran"
+
+step "fuzz targets (${fuzztime} each)"
+# Every Fuzz* function in the workspace, run briefly on top of its committed corpus.
+grep -rl --include='*_test.go' '^func Fuzz' $modules | while read -r f; do
+  dir=$(dirname "$f")
+  for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
+    echo "-- $target ($dir)"
+    (cd "$dir" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" . >/dev/null) \
+      || { echo "fuzz target $target failed"; exit 1; }
+  done
+done
+
+step "GOWORK=off build of every module"
+for m in $modules; do (cd "$m" && GOWORK=off go build ./...) || { echo "build of $m failed"; exit 1; }; done
+
+echo
+echo "all checks passed"

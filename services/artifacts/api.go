@@ -1,0 +1,268 @@
+package artifacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go/micro"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/svc"
+	"clopen.dev/services/artifacts/internal/skills"
+	"clopen.dev/services/artifacts/internal/store"
+)
+
+// api serves svc.artifacts.<op>. Each handler checks the caller's tenant
+// first and passes it to the store, which filters every query by it.
+type api struct {
+	log      *slog.Logger
+	st       *store.Store
+	realHome string
+}
+
+// endpoints registers every operation; the op list is the whole API.
+func (a *api) endpoints(s micro.Service) error {
+	onInternal := func(err error) { a.log.Error("artifacts request", "err", err) }
+	ops := map[string]micro.Handler{
+		events.OpSkillsList:      svc.Handler(onInternal, guard(a.listSkills)),
+		events.OpSkillsGet:       svc.Handler(onInternal, guard(a.getSkill)),
+		events.OpSkillsPut:       svc.Handler(onInternal, guard(a.putSkill)),
+		events.OpSkillsDelete:    svc.Handler(onInternal, guard(a.deleteSkill)),
+		events.OpSkillsAvailable: svc.Handler(onInternal, guard(a.available)),
+		events.OpCommandsImport:  svc.Handler(onInternal, guard(a.importCommands)),
+
+		events.OpSubagentsList:   svc.Handler(onInternal, guard(a.listSubagents)),
+		events.OpSubagentsGet:    svc.Handler(onInternal, guard(a.getSubagent)),
+		events.OpSubagentsPut:    svc.Handler(onInternal, guard(a.putSubagent)),
+		events.OpSubagentsDelete: svc.Handler(onInternal, guard(a.deleteSubagent)),
+
+		events.OpInstructionsGet: svc.Handler(onInternal, guard(a.getInstructions)),
+		events.OpInstructionsPut: svc.Handler(onInternal, guard(a.putInstructions)),
+
+		events.OpPermissionsGet:     svc.Handler(onInternal, guard(a.getPermissions)),
+		events.OpPermissionsPut:     svc.Handler(onInternal, guard(a.putPermissions)),
+		events.OpPermissionsResolve: svc.Handler(onInternal, guard(a.resolvePermissions)),
+
+		events.OpProfilesList:      svc.Handler(onInternal, guard(a.listProfiles)),
+		events.OpProfilesGet:       svc.Handler(onInternal, guard(a.getProfile)),
+		events.OpProfilesPut:       svc.Handler(onInternal, guard(a.putProfile)),
+		events.OpProfilesDelete:    svc.Handler(onInternal, guard(a.deleteProfile)),
+		events.OpProfileDefaultGet: svc.Handler(onInternal, guard(a.getDefault)),
+		events.OpProfileDefaultSet: svc.Handler(onInternal, guard(a.setDefault)),
+		events.OpProjectForget:     svc.Handler(onInternal, guard(a.forgetProject)),
+
+		events.OpProvidersList:    svc.Handler(onInternal, guard(a.listProviders)),
+		events.OpProvidersPut:     svc.Handler(onInternal, guard(a.putProvider)),
+		events.OpProvidersDelete:  svc.Handler(onInternal, guard(a.deleteProvider)),
+		events.OpAccountsList:     svc.Handler(onInternal, guard(a.listAccounts)),
+		events.OpAccountsPut:      svc.Handler(onInternal, guard(a.putAccount)),
+		events.OpAccountsDelete:   svc.Handler(onInternal, guard(a.deleteAccount)),
+		events.OpAccountsActivate: svc.Handler(onInternal, guard(a.activateAccount)),
+		events.OpAccountsResolve:  svc.Handler(onInternal, guard(a.resolveAccount)),
+
+		events.OpPlan:     svc.Handler(onInternal, guard(a.plan)),
+		events.OpExpand:   svc.Handler(onInternal, guard(a.expand)),
+		events.OpDetect:   svc.Handler(onInternal, guard(a.detect)),
+		events.OpAdopt:    svc.Handler(onInternal, guard(a.adopt)),
+		events.OpRevision: svc.Handler(onInternal, guard(a.revision)),
+	}
+	for op, h := range ops {
+		subject, err := events.ServiceSubject(events.ArtifactsService, op)
+		if err != nil {
+			return err
+		}
+		if err := s.AddEndpoint(strings.ReplaceAll(op, ".", "_"), h, micro.WithEndpointSubject(subject)); err != nil {
+			return fmt.Errorf("endpoint %s: %w", op, err)
+		}
+	}
+	return nil
+}
+
+// guard checks the caller's tenant id before the handler runs and maps the
+// handler's error to an API error: the one place errors are classified.
+func guard[Req any, Resp any](f func(ctx context.Context, tenant string, req Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
+	return func(ctx context.Context, req Req) (Resp, error) {
+		var zero Resp
+		var tenant string
+		if c, ok := any(req).(interface{ Who() events.Caller }); ok {
+			tenant = c.Who().TenantID
+		}
+		if _, err := uuid.Parse(tenant); err != nil {
+			return zero, svc.Invalid("tenantId: want a UUID")
+		}
+		resp, err := f(ctx, tenant, req)
+		if err != nil {
+			return zero, apiErr(err)
+		}
+		return resp, nil
+	}
+}
+
+func apiErr(err error) error {
+	var ae *events.APIError
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.Is(err, store.ErrNotFound):
+		return svc.NotFound("%s", strings.TrimPrefix(err.Error(), "not found: "))
+	case errors.Is(err, store.ErrInvalid), errors.Is(err, skills.ErrInvalid):
+		return svc.Invalid("%s", err.Error())
+	case errors.Is(err, store.ErrConflict):
+		return svc.Conflict("%s", err.Error())
+	}
+	return err
+}
+
+// Empty is the reply of operations that return nothing but the revision.
+type Empty struct {
+	Revision int64 `json:"revision"`
+}
+
+func (a *api) listSkills(ctx context.Context, t string, _ events.ListRequest) ([]events.Skill, error) {
+	return a.st.ListSkills(ctx, t)
+}
+
+func (a *api) getSkill(ctx context.Context, t string, r events.ArtifactRef) (events.Skill, error) {
+	return a.st.GetSkill(ctx, t, r.Slug)
+}
+
+func (a *api) putSkill(ctx context.Context, t string, r events.SkillPut) (events.Skill, error) {
+	s, _, err := a.st.PutSkill(ctx, t, r)
+	return s, err
+}
+
+func (a *api) deleteSkill(ctx context.Context, t string, r events.ArtifactRef) (Empty, error) {
+	rev, err := a.st.DeleteSkill(ctx, t, r.Slug)
+	return Empty{rev}, err
+}
+
+func (a *api) importCommands(ctx context.Context, t string, r events.CommandsImport) (events.CommandsImported, error) {
+	out, _, err := a.st.ImportCommands(ctx, t, r.Commands)
+	for _, w := range out.Warnings {
+		a.log.WarnContext(ctx, "import command", "tenant", t, "warning", w)
+	}
+	return out, err
+}
+
+func (a *api) listSubagents(ctx context.Context, t string, _ events.ListRequest) ([]events.Subagent, error) {
+	return a.st.ListSubagents(ctx, t)
+}
+
+func (a *api) getSubagent(ctx context.Context, t string, r events.ArtifactRef) (events.Subagent, error) {
+	return a.st.GetSubagent(ctx, t, r.Slug)
+}
+
+func (a *api) putSubagent(ctx context.Context, t string, r events.SubagentPut) (events.Subagent, error) {
+	s, _, err := a.st.PutSubagent(ctx, t, r)
+	return s, err
+}
+
+func (a *api) deleteSubagent(ctx context.Context, t string, r events.ArtifactRef) (Empty, error) {
+	rev, err := a.st.DeleteSubagent(ctx, t, r.Slug)
+	return Empty{rev}, err
+}
+
+func (a *api) getInstructions(ctx context.Context, t string, r events.InstructionsRef) (events.Instructions, error) {
+	return a.st.GetInstructions(ctx, t, r.Scope, r.ProjectID)
+}
+
+func (a *api) putInstructions(ctx context.Context, t string, r events.InstructionsPut) (Empty, error) {
+	rev, err := a.st.PutInstructions(ctx, t, r.Instructions)
+	return Empty{rev}, err
+}
+
+func (a *api) getPermissions(ctx context.Context, t string, r events.PermissionsRef) (events.PermissionSet, error) {
+	return a.st.GetPermissions(ctx, t, r.Scope, r.ProjectID, r.ProfileID)
+}
+
+func (a *api) putPermissions(ctx context.Context, t string, r events.PermissionsPut) (events.PermissionSet, error) {
+	s, _, err := a.st.PutPermissions(ctx, t, r.Set)
+	return s, err
+}
+
+func (a *api) resolvePermissions(ctx context.Context, t string, r events.PermissionsResolve) (events.PermissionRules, error) {
+	p, err := a.st.EffectiveProfile(ctx, t, r.ProjectID, r.ProfileID)
+	if err != nil {
+		return events.PermissionRules{}, err
+	}
+	return a.st.ResolvePermissions(ctx, t, r.ProjectID, profileID(p))
+}
+
+func (a *api) listProfiles(ctx context.Context, t string, _ events.ListRequest) ([]events.Profile, error) {
+	return a.st.ListProfiles(ctx, t)
+}
+
+func (a *api) getProfile(ctx context.Context, t string, r events.ProfileRef) (events.Profile, error) {
+	return a.st.GetProfile(ctx, t, r.ID)
+}
+
+func (a *api) putProfile(ctx context.Context, t string, r events.ProfilePut) (events.Profile, error) {
+	p, _, err := a.st.PutProfile(ctx, t, r.Profile)
+	return p, err
+}
+
+func (a *api) deleteProfile(ctx context.Context, t string, r events.ProfileRef) (Empty, error) {
+	rev, err := a.st.DeleteProfile(ctx, t, r.ID)
+	return Empty{rev}, err
+}
+
+func (a *api) getDefault(ctx context.Context, t string, r events.ProjectDefault) (events.ProjectDefault, error) {
+	id, err := a.st.ProjectDefault(ctx, t, r.ProjectID)
+	return events.ProjectDefault{ProjectID: r.ProjectID, ProfileID: id}, err
+}
+
+func (a *api) setDefault(ctx context.Context, t string, r events.ProjectDefault) (Empty, error) {
+	rev, err := a.st.SetProjectDefault(ctx, t, r.ProjectID, r.ProfileID)
+	return Empty{rev}, err
+}
+
+func (a *api) forgetProject(ctx context.Context, t string, r events.ProjectRef) (Empty, error) {
+	rev, err := a.st.ForgetProject(ctx, t, r.ProjectID)
+	return Empty{rev}, err
+}
+
+func (a *api) listProviders(ctx context.Context, t string, _ events.ListRequest) ([]events.Provider, error) {
+	return a.st.ListProviders(ctx, t)
+}
+
+func (a *api) putProvider(ctx context.Context, t string, r events.ProviderPut) (events.Provider, error) {
+	p, _, err := a.st.PutProvider(ctx, t, r.Provider)
+	return p, err
+}
+
+func (a *api) deleteProvider(ctx context.Context, t string, r events.RefByID) (Empty, error) {
+	rev, err := a.st.DeleteProvider(ctx, t, r.ID)
+	return Empty{rev}, err
+}
+
+func (a *api) listAccounts(ctx context.Context, t string, r events.ProviderAccounts) ([]events.Account, error) {
+	return a.st.ListAccounts(ctx, t, r.ProviderID)
+}
+
+func (a *api) putAccount(ctx context.Context, t string, r events.AccountPut) (events.Account, error) {
+	acc, _, err := a.st.PutAccount(ctx, t, r.Account, r.Credential)
+	return acc, err
+}
+
+func (a *api) deleteAccount(ctx context.Context, t string, r events.RefByID) (Empty, error) {
+	rev, err := a.st.DeleteAccount(ctx, t, r.ID)
+	return Empty{rev}, err
+}
+
+func (a *api) activateAccount(ctx context.Context, t string, r events.RefByID) (Empty, error) {
+	rev, err := a.st.ActivateAccount(ctx, t, r.ID)
+	return Empty{rev}, err
+}
+
+func (a *api) resolveAccount(ctx context.Context, t string, r events.AccountResolve) (events.ResolvedAccount, error) {
+	return a.st.ResolveAccount(ctx, t, r.Engine, r.AccountID)
+}
+
+func (a *api) revision(ctx context.Context, t string, _ events.ListRequest) (events.RevisionReply, error) {
+	rev, err := a.st.Revision(ctx, t)
+	return events.RevisionReply{Revision: rev}, err
+}

@@ -1,0 +1,115 @@
+package artifacts
+
+import (
+	"context"
+	"errors"
+	"sort"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/svc"
+	"clopen.dev/services/artifacts/internal/render"
+	"clopen.dev/services/artifacts/internal/resolve"
+	"clopen.dev/services/artifacts/internal/skills"
+	"clopen.dev/services/artifacts/internal/store"
+)
+
+// profile resolves the run's effective profile. A profile that no longer
+// exists (deleted while a session still names it) means no profile: the run
+// goes on with the tenant's enabled artifacts, and the log says so.
+func (a *api) profile(ctx context.Context, t, project, requested string) (*resolve.Profile, error) {
+	p, err := a.st.EffectiveProfile(ctx, t, project, requested)
+	if errors.Is(err, store.ErrNotFound) {
+		a.log.WarnContext(ctx, "profile not found; using none", "tenant", t, "profile_id", requested)
+		return nil, nil
+	}
+	return p, err
+}
+
+func profileID(p *resolve.Profile) string {
+	if p == nil {
+		return ""
+	}
+	return p.ID
+}
+
+// plan compiles the render plan of a run. The revision is read first, so
+// the plan is at least as new as the revision it reports.
+func (a *api) plan(ctx context.Context, t string, r events.PlanRequest) (events.RenderPlan, error) {
+	if !r.Engine.Valid() {
+		return events.RenderPlan{}, svc.Invalid("engine %q: unknown", r.Engine)
+	}
+	rev, err := a.st.Revision(ctx, t)
+	if err != nil {
+		return events.RenderPlan{}, err
+	}
+	prof, err := a.profile(ctx, t, r.ProjectID, r.ProfileID)
+	if err != nil {
+		return events.RenderPlan{}, err
+	}
+	in := render.Input{Engine: r.Engine, Revision: rev, Profile: prof}
+	var warnings []string
+	if in.Skills, warnings, err = a.st.LoadSkills(ctx, t); err != nil {
+		return events.RenderPlan{}, err
+	}
+	for _, w := range warnings {
+		a.log.WarnContext(ctx, "skill left out of the plan", "tenant", t, "reason", w)
+	}
+	if in.Subagents, err = a.st.ListSubagents(ctx, t); err != nil {
+		return events.RenderPlan{}, err
+	}
+	if in.Global, err = a.st.GetInstructions(ctx, t, events.ScopeGlobal, ""); err != nil {
+		return events.RenderPlan{}, err
+	}
+	if r.ProjectID != "" {
+		if in.Project, err = a.st.GetInstructions(ctx, t, events.ScopeProject, r.ProjectID); err != nil {
+			return events.RenderPlan{}, err
+		}
+	}
+	if in.Permissions, err = a.st.ResolvePermissions(ctx, t, r.ProjectID, profileID(prof)); err != nil {
+		return events.RenderPlan{}, err
+	}
+	return render.Plan(in)
+}
+
+// catalog is what slash expansion and the picker see.
+func (a *api) catalog(ctx context.Context, t, project, profile string) (skills.Catalog, error) {
+	prof, err := a.profile(ctx, t, project, profile)
+	if err != nil {
+		return skills.Catalog{}, err
+	}
+	loaded, _, err := a.st.LoadSkills(ctx, t)
+	if err != nil {
+		return skills.Catalog{}, err
+	}
+	c := skills.Catalog{Skills: map[string]events.Skill{}, Filter: resolve.ArtifactFilter(prof, events.ArtifactSkill)}
+	for _, s := range loaded {
+		c.Skills[s.Slug] = s.Skill
+	}
+	return c, nil
+}
+
+// expand rewrites a /slug invocation in an engine prompt.
+func (a *api) expand(ctx context.Context, t string, r events.ExpandRequest) (events.ExpandReply, error) {
+	c, err := a.catalog(ctx, t, r.ProjectID, r.ProfileID)
+	if err != nil {
+		return events.ExpandReply{}, err
+	}
+	prompt, slug := skills.Expand(r.Prompt, c)
+	return events.ExpandReply{Prompt: prompt, ExpandedSkill: slug}, nil
+}
+
+// available lists the skills the user may invoke with /slug.
+func (a *api) available(ctx context.Context, t string, r events.SkillsAvailable) ([]events.AvailableSkill, error) {
+	c, err := a.catalog(ctx, t, r.ProjectID, r.ProfileID)
+	if err != nil {
+		return nil, err
+	}
+	out := []events.AvailableSkill{}
+	for slug := range c.Skills {
+		if s, ok := c.Invocable(slug); ok {
+			out = append(out, events.AvailableSkill{Slug: s.Slug, Name: s.Name, Description: s.Description, ArgumentHint: s.ArgumentHint})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Slug < out[j].Slug })
+	return out, nil
+}

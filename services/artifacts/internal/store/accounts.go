@@ -1,0 +1,287 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/artifacts/internal/seal"
+	"clopen.dev/services/artifacts/internal/skills"
+)
+
+// ListProviders returns the tenant's providers with their active account.
+func (s *Store) ListProviders(ctx context.Context, tenant string) ([]events.Provider, error) {
+	rows, err := s.DB.Query(ctx, `SELECT p.id::text, p.engine_type, p.slug, p.name, p.api_url, p.options, p.enabled, p.created_at,
+		coalesce((SELECT a.id::text FROM artifacts.engine_accounts a WHERE a.tenant_id = p.tenant_id AND a.provider_id = p.id AND a.is_active), ''),
+		(SELECT count(*) FROM artifacts.engine_accounts a WHERE a.tenant_id = p.tenant_id AND a.provider_id = p.id)
+		FROM artifacts.engine_providers p WHERE p.tenant_id = $1 ORDER BY p.engine_type, p.slug`, tenant)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []events.Provider{}
+	for rows.Next() {
+		var p events.Provider
+		var opts []byte
+		var engine string
+		if err := rows.Scan(&p.ID, &engine, &p.Slug, &p.Name, &p.APIURL, &opts, &p.Enabled, &p.CreatedAt, &p.ActiveID, &p.Accounts); err != nil {
+			return nil, err
+		}
+		p.Engine = events.EngineType(engine)
+		_ = json.Unmarshal(opts, &p.Options)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// PutProvider creates (empty ID) or updates a provider.
+func (s *Store) PutProvider(ctx context.Context, tenant string, p events.Provider) (events.Provider, int64, error) {
+	if !p.Engine.Valid() {
+		return p, 0, fmt.Errorf("%w: engine %q", ErrInvalid, p.Engine)
+	}
+	if !skills.ValidSlug(p.Slug) || strings.TrimSpace(p.Name) == "" {
+		return p, 0, fmt.Errorf("%w: a provider needs a slug and a name", ErrInvalid)
+	}
+	opts, _ := json.Marshal(orMap(p.Options))
+	creating := p.ID == ""
+	if creating {
+		p.ID = uuid.NewString()
+		p.Enabled = true
+	} else if _, err := uuid.Parse(p.ID); err != nil {
+		return p, 0, ErrNotFound
+	}
+	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+		if creating {
+			_, err := tx.Exec(ctx, `INSERT INTO artifacts.engine_providers (tenant_id, id, engine_type, slug, name, api_url, options, enabled)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, tenant, p.ID, string(p.Engine), p.Slug, p.Name, p.APIURL, opts, p.Enabled)
+			return err
+		}
+		return affected(tx.Exec(ctx, `UPDATE artifacts.engine_providers SET engine_type = $3, slug = $4, name = $5, api_url = $6,
+			options = $7, enabled = $8 WHERE tenant_id = $1 AND id = $2`, tenant, p.ID, string(p.Engine), p.Slug, p.Name, p.APIURL, opts, p.Enabled))
+	})
+	return p, rev, err
+}
+
+// DeleteProvider removes a provider and its accounts.
+func (s *Store) DeleteProvider(ctx context.Context, tenant, id string) (int64, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return 0, ErrNotFound
+	}
+	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+		return affected(tx.Exec(ctx, `DELETE FROM artifacts.engine_providers WHERE tenant_id = $1 AND id = $2`, tenant, id))
+	})
+}
+
+const accountColumns = `id::text, provider_id::text, name, is_active, credential IS NOT NULL, coalesce(key_fingerprint, ''), created_at, updated_at`
+
+func scanAccount(row pgx.Row) (events.Account, error) {
+	var a events.Account
+	err := row.Scan(&a.ID, &a.ProviderID, &a.Name, &a.Active, &a.HasCredential, &a.KeyFingerprint, &a.CreatedAt, &a.UpdatedAt)
+	return a, mapErr(err)
+}
+
+// ListAccounts returns a provider's accounts; credentials are never read. A
+// provider the tenant does not have is ErrNotFound, not an empty list.
+func (s *Store) ListAccounts(ctx context.Context, tenant, provider string) ([]events.Account, error) {
+	if _, err := uuid.Parse(provider); err != nil {
+		return nil, ErrNotFound
+	}
+	var one int
+	if err := s.DB.QueryRow(ctx, `SELECT 1 FROM artifacts.engine_providers WHERE tenant_id = $1 AND id = $2`,
+		tenant, provider).Scan(&one); err != nil {
+		return nil, mapErr(err)
+	}
+	rows, err := s.DB.Query(ctx, `SELECT `+accountColumns+` FROM artifacts.engine_accounts
+		WHERE tenant_id = $1 AND provider_id = $2 ORDER BY created_at, id`, tenant, provider)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	out := []events.Account{}
+	for rows.Next() {
+		a, err := scanAccount(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// PutAccount creates (empty ID) or updates an account. The credential, when
+// given, is sealed bound to the account id; the first account of a provider
+// becomes its active one. An update needs only the account's id: its
+// provider never changes, so ProviderID is read only when creating.
+func (s *Store) PutAccount(ctx context.Context, tenant string, a events.Account, credential *string) (events.Account, int64, error) {
+	if strings.TrimSpace(a.Name) == "" {
+		return a, 0, fmt.Errorf("%w: name is required", ErrInvalid)
+	}
+	creating := a.ID == ""
+	if creating {
+		if _, err := uuid.Parse(a.ProviderID); err != nil {
+			return a, 0, ErrNotFound
+		}
+		a.ID = uuid.NewString()
+	} else if _, err := uuid.Parse(a.ID); err != nil {
+		return a, 0, ErrNotFound
+	}
+	var sealed, fp *string
+	if credential != nil && *credential != "" {
+		env, err := s.Key.Seal(*credential, sealAD(tenant, a.ID))
+		if err != nil {
+			return a, 0, err
+		}
+		f := s.Key.Fingerprint()
+		sealed, fp = &env, &f
+	}
+	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+		if creating {
+			_, err := tx.Exec(ctx, `INSERT INTO artifacts.engine_accounts (tenant_id, id, provider_id, name, credential, key_fingerprint, is_active)
+				VALUES ($1, $2, $3, $4, $5, $6, NOT EXISTS (SELECT 1 FROM artifacts.engine_accounts
+					WHERE tenant_id = $1 AND provider_id = $3 AND is_active))`,
+				tenant, a.ID, a.ProviderID, a.Name, sealed, fp)
+			if err != nil && errors.Is(mapErr(err), ErrInvalid) {
+				return ErrNotFound // no such provider for this tenant
+			}
+			return err
+		}
+		if credential == nil {
+			return affected(tx.Exec(ctx, `UPDATE artifacts.engine_accounts SET name = $3, updated_at = now()
+				WHERE tenant_id = $1 AND id = $2`, tenant, a.ID, a.Name))
+		}
+		return affected(tx.Exec(ctx, `UPDATE artifacts.engine_accounts SET name = $3, credential = $4, key_fingerprint = $5,
+			updated_at = now() WHERE tenant_id = $1 AND id = $2`, tenant, a.ID, a.Name, sealed, fp))
+	})
+	if err != nil {
+		return a, 0, err
+	}
+	got, err := scanAccount(s.DB.QueryRow(ctx, `SELECT `+accountColumns+` FROM artifacts.engine_accounts WHERE tenant_id = $1 AND id = $2`, tenant, a.ID))
+	return got, rev, err
+}
+
+func sealAD(tenant, account string) string { return "engine_account:" + tenant + ":" + account }
+
+// DeleteAccount removes an account; when it was the active one, the oldest
+// remaining account of its provider becomes active.
+func (s *Store) DeleteAccount(ctx context.Context, tenant, id string) (int64, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return 0, ErrNotFound
+	}
+	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+		var provider string
+		var active bool
+		err := tx.QueryRow(ctx, `DELETE FROM artifacts.engine_accounts WHERE tenant_id = $1 AND id = $2
+			RETURNING provider_id::text, is_active`, tenant, id).Scan(&provider, &active)
+		if err != nil {
+			return err
+		}
+		if !active {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE artifacts.engine_accounts SET is_active = true, updated_at = now()
+			WHERE tenant_id = $1 AND id = (SELECT id FROM artifacts.engine_accounts WHERE tenant_id = $1 AND provider_id = $2
+				ORDER BY created_at, id LIMIT 1)`, tenant, provider)
+		return err
+	})
+}
+
+// ActivateAccount makes an account its provider's active one.
+func (s *Store) ActivateAccount(ctx context.Context, tenant, id string) (int64, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return 0, ErrNotFound
+	}
+	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+		var provider string
+		if err := tx.QueryRow(ctx, `SELECT provider_id::text FROM artifacts.engine_accounts WHERE tenant_id = $1 AND id = $2`,
+			tenant, id).Scan(&provider); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE artifacts.engine_accounts SET is_active = false WHERE tenant_id = $1 AND provider_id = $2 AND is_active`,
+			tenant, provider); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `UPDATE artifacts.engine_accounts SET is_active = true, updated_at = now() WHERE tenant_id = $1 AND id = $2`, tenant, id)
+		return err
+	})
+}
+
+// ResolveAccount returns an account's unsealed credential: the given
+// account of engine, or the active account of engine's first enabled
+// provider.
+func (s *Store) ResolveAccount(ctx context.Context, tenant string, engine events.EngineType, id string) (events.ResolvedAccount, error) {
+	var out events.ResolvedAccount
+	var sealed *string
+	q := `SELECT a.id::text, p.id::text, p.slug, a.name, a.credential, p.api_url, p.options FROM artifacts.engine_accounts a
+		JOIN artifacts.engine_providers p ON p.tenant_id = a.tenant_id AND p.id = a.provider_id
+		WHERE a.tenant_id = $1 AND p.engine_type = $2`
+	args := []any{tenant, string(engine)}
+	if id != "" {
+		if _, err := uuid.Parse(id); err != nil {
+			return out, ErrNotFound
+		}
+		q += ` AND a.id = $3`
+		args = append(args, id)
+	} else {
+		q += ` AND a.is_active AND p.enabled ORDER BY p.created_at, p.id LIMIT 1`
+	}
+	if err := s.DB.QueryRow(ctx, q, args...).Scan(&out.AccountID, &out.ProviderID, &out.Provider, &out.Name, &sealed, &out.APIURL, &out.Options); err != nil {
+		return out, mapErr(err)
+	}
+	if sealed != nil {
+		plain, err := s.Key.Open(*sealed, sealAD(tenant, out.AccountID))
+		if err != nil {
+			return out, fmt.Errorf("open credential of account %s: %w", out.AccountID, err)
+		}
+		out.Credential = plain
+	}
+	return out, nil
+}
+
+// RotateKey re-seals every credential of every tenant from old to next in
+// one transaction, and returns how many it re-sealed. Credentials already
+// sealed with next are left alone, so an interrupted rotation can be run
+// again.
+func RotateKey(ctx context.Context, db pgx.Tx, old, next *seal.Key) (int, error) {
+	rows, err := db.Query(ctx, `SELECT tenant_id::text, id::text, credential FROM artifacts.engine_accounts
+		WHERE credential IS NOT NULL FOR UPDATE`)
+	if err != nil {
+		return 0, err
+	}
+	type rec struct{ tenant, id, env string }
+	var recs []rec
+	for rows.Next() {
+		var r rec
+		if err := rows.Scan(&r.tenant, &r.id, &r.env); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		recs = append(recs, r)
+	}
+	rows.Close()
+	n := 0
+	for _, r := range recs {
+		if fp, _ := seal.FingerprintOf(r.env); fp == next.Fingerprint() {
+			continue
+		}
+		plain, err := old.Open(r.env, sealAD(r.tenant, r.id))
+		if err != nil {
+			return n, fmt.Errorf("account %s of tenant %s: %w", r.id, r.tenant, err)
+		}
+		env, err := next.Seal(plain, sealAD(r.tenant, r.id))
+		if err != nil {
+			return n, err
+		}
+		if _, err := db.Exec(ctx, `UPDATE artifacts.engine_accounts SET credential = $3, key_fingerprint = $4
+			WHERE tenant_id = $1 AND id = $2`, r.tenant, r.id, env, next.Fingerprint()); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,136 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/natsx"
+	"clopen.dev/pkg/platform/svc"
+	"clopen.dev/services/artifacts/plan"
+)
+
+// planTimeout bounds the render-plan request at run start.
+const planTimeout = 10 * time.Second
+
+// configDir is the isolated config dir of an engine instance:
+// <EngineConfig>/<tenant>/<engine>/<account>, "default" standing for the
+// active account. Created 0700.
+func (w *Worker) configDir(tenant string, typ events.EngineType, account string) (string, error) {
+	if account == "" {
+		account = "default"
+	}
+	if err := events.ValidToken(account); err != nil || strings.ContainsAny(account, `/\`) || account == ".." {
+		return "", fmt.Errorf("account id %q: not usable as a directory name", account)
+	}
+	root, err := filepath.Abs(w.cfg.EngineConfig)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, tenant, string(typ), account)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("engine config dir: %w", err)
+	}
+	return dir, nil
+}
+
+// prepared is what a run starts with once its artifacts are in place.
+type prepared struct {
+	configDir string
+	prompt    []events.Block
+	revision  int64
+}
+
+// prepare asks artifacts for the run's render plan, applies it into the
+// engine's isolated config dir, makes the plan's permissions the run's
+// policy, and builds the engine prompt: the preamble (if any) as the first
+// text block, the config dir token resolved in every text block.
+//
+// Artifacts is part of every deployment, so a plan that cannot be had fails
+// the run rather than running an engine with a configuration nobody chose
+// (this holds for the scripted engine too: it is how the wiring is tested).
+func (w *Worker) prepare(ctx context.Context, r *run) (prepared, error) {
+	job := r.job
+	dir, err := w.configDir(job.Tenant, job.Engine, job.AccountID)
+	if err != nil {
+		return prepared{}, err
+	}
+	subject, err := events.ServiceSubject(events.ArtifactsService, events.OpPlan)
+	if err != nil {
+		return prepared{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, planTimeout)
+	defer cancel()
+	var pl events.RenderPlan
+	err = svc.Call(cctx, w.nc, subject, events.PlanRequest{Caller: events.Caller{TenantID: job.Tenant, UserID: job.RequestedBy},
+		Engine: job.Engine, ProjectID: job.ProjectID, ProfileID: job.ProfileID}, &pl)
+	var apiErr *events.APIError
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable {
+		return prepared{}, fmt.Errorf("artifacts service unavailable, cannot configure the engine: %s", apiErr.Message)
+	}
+	if err != nil {
+		return prepared{}, fmt.Errorf("render plan: %w", err)
+	}
+	if _, err := plan.Apply(dir, pl); err != nil {
+		return prepared{}, fmt.Errorf("apply artifacts: %w", err)
+	}
+	r.policy = Policy{Allow: pl.Permissions.Allow, Deny: pl.Permissions.Deny}
+	prompt := make([]events.Block, 0, len(job.Prompt)+1)
+	if pl.PromptPreamble != "" {
+		prompt = append(prompt, events.TextBlock{Text: plan.Resolve(dir, pl.PromptPreamble)})
+	}
+	for _, b := range job.Prompt {
+		if t, ok := b.(events.TextBlock); ok {
+			b = events.TextBlock{Text: plan.Resolve(dir, t.Text)}
+		}
+		prompt = append(prompt, b)
+	}
+	return prepared{configDir: dir, prompt: prompt, revision: pl.Revision}, nil
+}
+
+// watchArtifacts retires a tenant's engine instances whenever its artifact
+// revision changes: idle instances at once, busy ones when their runs end,
+// so the next run starts on the new configuration; and it drops the
+// tenant's cached catalogs (accounts and providers are artifacts). It waits for the bucket
+// (artifacts declares it) and never fails the worker.
+func (w *Worker) watchArtifacts(ctx context.Context) error {
+	kv, err := natsx.WaitKV(ctx, w.js, events.BucketArtifactRev)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.WarnContext(ctx, "not watching artifact revisions", "err", err)
+		}
+		return nil
+	}
+	watcher, err := kv.WatchAll(ctx, jetstream.UpdatesOnly())
+	if err != nil {
+		w.log.WarnContext(ctx, "not watching artifact revisions", "err", err)
+		return nil
+	}
+	defer func() { _ = watcher.Stop() }()
+	for {
+		select {
+		case e, ok := <-watcher.Updates():
+			if !ok {
+				return nil
+			}
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue
+			}
+			for _, typ := range w.pool.Types() {
+				w.pool.Retire(typ, e.Key())
+			}
+			w.catalogs.invalidate(e.Key())
+			w.log.DebugContext(ctx, "artifacts changed: engine instances retired", "tenant", e.Key(), "revision", string(e.Value()))
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}

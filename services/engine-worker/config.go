@@ -1,0 +1,55 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// ConfigFromEnv reads a standalone worker's configuration:
+// CLOPEN_WORKER_ID, CLOPEN_WORKER_CAPACITY, CLOPEN_WORKSPACES, CLOPEN_ENGINE_CONFIG,
+// CLOPEN_COALESCE (a duration, 0 to publish every delta), CLOPEN_SCENARIOS,
+// CLOPEN_STREAM_REPLICAS (of the buckets it declares).
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	if v := getenv("CLOPEN_WORKER_ID"); v != "" {
+		cfg.ID = v
+	}
+	if v := getenv("CLOPEN_WORKER_CAPACITY"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return cfg, fmt.Errorf("CLOPEN_WORKER_CAPACITY=%q: want a positive number", v)
+		}
+		cfg.Capacity = n
+	}
+	if v := getenv("CLOPEN_WORKSPACES"); v != "" {
+		cfg.Workspaces = v
+	}
+	cfg.EngineConfig = getenv("CLOPEN_ENGINE_CONFIG")
+	if v := getenv("CLOPEN_COALESCE"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return cfg, fmt.Errorf("CLOPEN_COALESCE=%q: want a duration such as 30ms", v)
+		}
+		cfg.Coalesce = d
+	}
+	if v := getenv("CLOPEN_STREAM_REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5 {
+			return cfg, fmt.Errorf("CLOPEN_STREAM_REPLICAS=%q: want 1 to 5", v)
+		}
+		cfg.Replicas = n
+	}
+	cfg.ScenarioDir = getenv("CLOPEN_SCENARIOS")
+	return cfg, nil
+}
+
+// Run builds a worker from cfg and d and serves until ctx ends.
+func Run(ctx context.Context, cfg Config, d Deps) error {
+	w, err := New(cfg, d)
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}

@@ -1,0 +1,124 @@
+package engines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/engine/acp"
+)
+
+// The pinned ACP agents. Each is the newest release that installs and runs
+// on Node 20 here; the adapter, its golden transcripts and the conformance
+// suite were checked against exactly these.
+const (
+	// GeminiVersion: the newest release (it needs Node >= 20).
+	GeminiVersion = "0.61.0"
+	// QwenVersion: the newest release for Node 20; 0.16 and later declare
+	// Node >= 22 and npm on Node 20 resolves to this one.
+	QwenVersion = "0.15.10"
+	// CopilotVersion: the newest release, as its native platform package.
+	CopilotVersion = "1.0.102"
+	// OpenCodeVersion: the newest release, as its native platform package.
+	OpenCodeVersion = "1.18.33"
+	// ClineVersion: the newest release, as its native platform package (the
+	// wrapper's helper packages declare Node >= 22; the binary needs none).
+	ClineVersion = "3.0.65"
+)
+
+// acpSpecs are the rows of the ACP agents.
+var acpSpecs = []Spec{
+	acpSpec(&acp.Gemini, GeminiVersion, []Package{{Name: "@google/gemini-cli", Version: GeminiVersion}},
+		"node_modules/@google/gemini-cli/bundle/gemini.js"),
+	acpSpec(&acp.Qwen, QwenVersion, []Package{{Name: "@qwen-code/qwen-code", Version: QwenVersion}},
+		"node_modules/@qwen-code/qwen-code/cli.js"),
+	acpSpec(&acp.Copilot, CopilotVersion, []Package{{Name: "@github/copilot-linux-x64", Version: CopilotVersion}},
+		"node_modules/@github/copilot-linux-x64/copilot"),
+	acpSpec(&acp.OpenCode, OpenCodeVersion, []Package{{Name: "opencode-linux-x64", Version: OpenCodeVersion}},
+		"node_modules/opencode-linux-x64/bin/opencode"),
+	acpSpec(&acp.Cline, ClineVersion, []Package{{Name: "@cline/cli-linux-x64", Version: ClineVersion}},
+		"node_modules/@cline/cli-linux-x64/bin/cline"),
+	{
+		// Cursor's agent is not on npm: its installer downloads a binary,
+		// which this machine cannot do. The profile follows the protocol
+		// and has never run against the real CLI.
+		Type: events.EngineCursor, Version: "any", VersionArgs: []string{"--version"},
+		External: func(s Setup) (string, error) {
+			return lookBin(s, "CLOPEN_CURSOR_BIN", "cursor-agent",
+				"Cursor's agent CLI is not installed (it is not on npm: install it with Cursor's installer, or set CLOPEN_CURSOR_BIN); Clopen's cursor profile is untested")
+		},
+		Untested: true,
+		Account: func(ctx context.Context, s Setup) error {
+			_, err := s.acpCredentials(&acp.Cursor).Credential(ctx, "", "")
+			return err
+		},
+		Factory: func(bin string, s Setup) engine.Factory { return acpFactory(&acp.Cursor, bin, s) },
+	},
+	{
+		// Any agent an operator configures with CLOPEN_ACP_CONFIG or
+		// CLOPEN_ACP_COMMAND; offered when its command resolves.
+		Type: events.EngineACP, Version: "any", VersionArgs: []string{"--version"},
+		External: func(s Setup) (string, error) {
+			cfg, ok, err := acp.CustomFromEnv(s.getenv)
+			if err != nil {
+				return "", err
+			}
+			if !ok {
+				return "", fmt.Errorf("%w: no ACP agent is configured (set CLOPEN_ACP_COMMAND, or CLOPEN_ACP_CONFIG as JSON {command,args,env})", ErrNotInstalled)
+			}
+			bin, err := exec.LookPath(cfg.Command)
+			if err != nil {
+				return "", fmt.Errorf("%w: the configured ACP agent %q does not resolve: %v", ErrNotInstalled, cfg.Command, err)
+			}
+			return bin, nil
+		},
+		Factory: func(bin string, s Setup) engine.Factory {
+			cfg, _, _ := acp.CustomFromEnv(s.getenv)
+			return acpFactory(acp.Custom(cfg), bin, s)
+		},
+	},
+}
+
+// acpSpec is the row of an npm-installed ACP agent.
+func acpSpec(p *acp.Profile, version string, pkgs []Package, bin string) Spec {
+	return Spec{
+		Type: p.Type, Packages: pkgs, Version: version, VersionArgs: []string{"--version"}, Bin: bin,
+		Account: func(ctx context.Context, s Setup) error {
+			_, err := s.acpCredentials(p).Credential(ctx, "", "")
+			return err
+		},
+		Factory: func(bin string, s Setup) engine.Factory { return acpFactory(p, bin, s) },
+	}
+}
+
+func acpFactory(p *acp.Profile, bin string, s Setup) engine.Factory {
+	creds := acpAccounts{s, p}
+	return func(_ context.Context, key engine.Key) (engine.Engine, error) {
+		return acp.New(acp.Config{Profile: p, Bin: bin, StateDir: s.stateDir(p.Type),
+			CacheDir: filepath.Join(s.DataDir, "engine-cache"), Credentials: creds, MaxRetries: 2, Logger: s.Logger}, key), nil
+	}
+}
+
+func (s Setup) acpCredentials(p *acp.Profile) acp.EnvCredentials {
+	return acp.EnvCredentials{Getenv: s.getenv, Profile: p, BaseURL: s.LLMBaseURL}
+}
+
+// lookBin finds an executable installed outside Clopen: the path in env
+// var, else the first of names on PATH.
+func lookBin(s Setup, env string, names ...string) (string, error) {
+	msg := names[len(names)-1]
+	names = names[:len(names)-1]
+	if p := s.getenv(env); p != "" {
+		names = []string{p}
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.Join(ErrNotInstalled, errors.New(msg))
+}

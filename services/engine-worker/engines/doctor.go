@@ -1,0 +1,193 @@
+package engines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// State is an engine's readiness on this machine.
+type State string
+
+// The states, in the order Check tests them.
+const (
+	NotInstalled State = "not-installed"
+	NeedsUpdate  State = "needs-update"
+	NeedsAccount State = "needs-account"
+	Ready        State = "ready"
+)
+
+// Status is an engine's readiness and what to do about it.
+type Status struct {
+	Engine    events.EngineType
+	State     State
+	Installed string // the installed version, if any
+	Required  string // the pinned version
+	// Message says what is wrong and the command that fixes it.
+	Message string
+}
+
+// Check reports whether an engine is ready: installed at the pinned
+// version, with credentials configured.
+func (s Spec) Check(ctx context.Context, setup Setup) Status {
+	if s.External != nil {
+		return s.checkExternal(ctx, setup)
+	}
+	st := Status{Engine: s.Type, Required: s.Version}
+	install := fmt.Sprintf("run `clopen engines install %s`", s.Type)
+	v, err := s.InstalledVersion(ctx, setup.Root())
+	if errors.Is(err, ErrNotInstalled) {
+		v, err = s.otherVersion(ctx, setup.Root())
+	}
+	switch {
+	case errors.Is(err, ErrNotInstalled):
+		st.State, st.Message = NotInstalled, fmt.Sprintf("%s is not installed in %s: %s", s.Type, setup.Root(), install)
+		return st
+	case err != nil:
+		st.State, st.Message = NotInstalled, fmt.Sprintf("%s is installed but does not run (%v): %s", s.Type, err, install)
+		return st
+	}
+	st.Installed = v
+	if v != s.Version {
+		st.State, st.Message = NeedsUpdate, fmt.Sprintf("%s %s is installed, %s is required: %s", s.Type, v, s.Version, install)
+		return st
+	}
+	return s.withAccount(ctx, setup, st)
+}
+
+// withAccount finishes the status of an installed engine: ready when a run
+// can get credentials (the worker's own, or its tenant's account when the
+// worker resolves tenants' accounts), else needs-account with the fix.
+func (s Spec) withAccount(ctx context.Context, setup Setup, st Status) Status {
+	if s.Account != nil {
+		err := s.Account(ctx, setup)
+		switch {
+		case setup.Accounts != nil && (err != nil || setup.TenantAccountsOnly):
+			// Tenants bring their own accounts; the worker lends none.
+			st.State, st.Message = Ready, fmt.Sprintf("%s %s is ready for tenants with a %s account", s.Type, st.Installed, s.Type)
+			return st
+		case err != nil:
+			msg := err.Error()
+			var ee *engine.Error
+			if errors.As(err, &ee) {
+				msg = ee.Msg
+			}
+			st.State, st.Message = NeedsAccount, msg+"; or run `clopen dev --fakellm` to try it against the mock LLM"
+			return st
+		}
+	}
+	st.State, st.Message = Ready, fmt.Sprintf("%s %s is ready", s.Type, st.Installed)
+	return st
+}
+
+// checkExternal checks an engine Clopen does not install: its executable
+// must resolve and its account be configured; an untested one says so.
+func (s Spec) checkExternal(ctx context.Context, setup Setup) Status {
+	st := Status{Engine: s.Type, Required: s.Version}
+	bin, err := s.External(setup)
+	if err != nil {
+		st.State, st.Message = NotInstalled, strings.TrimPrefix(err.Error(), ErrNotInstalled.Error()+": ")
+		st.Message = strings.TrimPrefix(st.Message, ErrNotInstalled.Error()+"\n")
+		return st
+	}
+	st.Installed = "unknown"
+	if v, err := runVersion(ctx, bin, s.VersionArgs); err == nil {
+		st.Installed = v
+	}
+	if s.Account != nil {
+		if err := s.Account(ctx, setup); err != nil {
+			var ee *engine.Error
+			msg := err.Error()
+			if errors.As(err, &ee) {
+				msg = ee.Msg
+			}
+			st.State, st.Message = NeedsAccount, msg
+			return st
+		}
+	}
+	st.State, st.Message = Ready, fmt.Sprintf("%s (%s) is ready", s.Type, bin)
+	if s.Untested {
+		st.Message += "; untested: Clopen's profile for it follows the protocol and never ran against this CLI"
+	}
+	return st
+}
+
+// binFor is the executable the worker runs for an engine that Check found
+// ready.
+func (s Spec) binFor(setup Setup) string {
+	if s.External != nil {
+		bin, _ := s.External(setup)
+		return bin
+	}
+	return s.BinPath(setup.Root())
+}
+
+// otherVersion finds an install of another version (an upgrade pending).
+func (s Spec) otherVersion(ctx context.Context, root string) (string, error) {
+	entries, _ := os.ReadDir(filepath.Join(root, string(s.Type)))
+	for i := len(entries) - 1; i >= 0; i-- {
+		name := entries[i].Name()
+		if !entries[i].IsDir() || name == s.Version || strings.Contains(name, ".partial-") {
+			continue
+		}
+		if v, err := s.versionAt(ctx, filepath.Join(root, string(s.Type), name)); err == nil {
+			return v, nil
+		}
+	}
+	return "", ErrNotInstalled
+}
+
+// Doctor checks every engine of the table, concurrently (each check runs
+// the engine's version command, which takes seconds for some agents).
+func Doctor(ctx context.Context, setup Setup) []Status {
+	out := make([]Status, len(table))
+	var wg sync.WaitGroup
+	for i, s := range table {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = s.Check(ctx, setup)
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// Available returns the worker's factories for the engines that are ready,
+// and the status of every engine, so the caller can log why one is not
+// offered. The scripted engine, which every worker has, is not in it.
+func Available(ctx context.Context, setup Setup) (map[events.EngineType]engine.Factory, []Status) {
+	factories := map[events.EngineType]engine.Factory{}
+	statuses := Doctor(ctx, setup)
+	for i, s := range table {
+		if statuses[i].State == Ready {
+			factories[s.Type] = s.Factory(s.binFor(setup), setup)
+		}
+	}
+	return factories, statuses
+}
+
+// Offer is Available for a worker's start-up: it logs each engine that is
+// not offered, with the fix, and returns the factories of the ready ones
+// with the versions the check found installed, which the worker advertises
+// without starting each CLI a second time.
+func Offer(ctx context.Context, setup Setup) (map[events.EngineType]engine.Factory, map[events.EngineType]string) {
+	factories, statuses := Available(ctx, setup)
+	versions := map[events.EngineType]string{}
+	for _, st := range statuses {
+		if _, ok := factories[st.Engine]; ok && st.Installed != "" {
+			versions[st.Engine] = st.Installed
+		}
+		if st.State != Ready && setup.Logger != nil {
+			setup.Logger.InfoContext(ctx, "engine not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)
+		}
+	}
+	return factories, versions
+}

@@ -1,0 +1,193 @@
+// Package engines is the table of agent CLIs a worker can install and run:
+// which npm packages at which exact version, where the executable lands, how
+// to read its version, and how to build the worker's adapter from an
+// install. `clopen engines install|doctor` and the worker's start-up read it;
+// a worker offers only the engines that Check finds ready.
+//
+// Installs live in <engines dir>/<engine>/<version>, one directory per
+// pinned version, so an upgrade never disturbs a running worker and a stale
+// install is simply not used.
+package engines
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/engine/claude"
+)
+
+// Package is an npm package at an exact version.
+type Package struct {
+	Name    string
+	Version string
+}
+
+// Spec is one installable engine: a row of the table.
+type Spec struct {
+	Type events.EngineType
+	// Packages are installed together, each at its exact version.
+	Packages []Package
+	// Version is the engine version the packages provide; VersionArgs must
+	// print it (on stdout or stderr) as the first word that starts with a
+	// digit.
+	Version     string
+	VersionArgs []string
+	// Bin is the executable, relative to the install directory.
+	Bin string
+	// Account reports why no account is configured, nil when one is.
+	Account func(ctx context.Context, s Setup) error
+	// Factory builds the worker's adapter instances from the install's
+	// executable.
+	Factory func(bin string, s Setup) engine.Factory
+	// External, when set, finds an engine Clopen does not install (no
+	// Packages): its executable, or an error wrapping ErrNotInstalled.
+	External func(s Setup) (string, error)
+	// Untested marks an engine whose adapter never ran against the real
+	// CLI; doctor says so.
+	Untested bool
+}
+
+// table is every installable engine. Codex and pi become rows here as
+// their adapters land.
+var table = append([]Spec{
+	{
+		Type: events.EngineClaudeCode,
+		// The native platform package: a self-contained binary that needs
+		// no particular Node (the @anthropic-ai/claude-code wrapper of
+		// this version wants Node 22 and npm silently falls back to an
+		// old release on Node 20).
+		Packages:    []Package{{Name: "@anthropic-ai/claude-code-linux-x64", Version: ClaudeCodeVersion}},
+		Version:     ClaudeCodeVersion,
+		VersionArgs: []string{"--version"},
+		Bin:         "node_modules/@anthropic-ai/claude-code-linux-x64/claude",
+		Account: func(ctx context.Context, s Setup) error {
+			_, err := s.claudeCredentials().Credential(ctx, "", "")
+			return err
+		},
+		Factory: func(bin string, s Setup) engine.Factory {
+			creds := claudeAccounts{s}
+			return func(_ context.Context, key engine.Key) (engine.Engine, error) {
+				return claude.New(claude.Config{Bin: bin, StateDir: s.stateDir(events.EngineClaudeCode),
+					Credentials: creds, MaxRetries: 2, Logger: s.Logger}, key), nil
+			}
+		},
+	},
+	codexRow, // codex.go
+	piRow,    // pi.go
+}, acpSpecs...) // acp.go
+
+// ClaudeCodeVersion is the pinned Claude Code release: the newest on the
+// registry when this adapter was built (its protocol is what the adapter,
+// its golden transcripts and the conformance suite were checked against).
+const ClaudeCodeVersion = "2.1.332"
+
+// All returns the table.
+func All() []Spec { return append([]Spec(nil), table...) }
+
+// Lookup returns the row of an engine.
+func Lookup(t events.EngineType) (Spec, bool) {
+	for _, s := range table {
+		if s.Type == t {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
+
+// Dir is where the pinned version installs under enginesDir.
+func (s Spec) Dir(enginesDir string) string {
+	return filepath.Join(enginesDir, string(s.Type), s.Version)
+}
+
+// BinPath is the executable of the pinned install under enginesDir.
+func (s Spec) BinPath(enginesDir string) string {
+	return filepath.Join(s.Dir(enginesDir), filepath.FromSlash(s.Bin))
+}
+
+// Setup says where engines are installed, where they keep state and where
+// their credentials come from.
+type Setup struct {
+	// DataDir is Clopen's data dir: engines install into DataDir/engines
+	// unless EnginesDir says otherwise, and keep state in
+	// DataDir/engine-state.
+	DataDir string
+	// EnginesDir overrides the install root ($CLOPEN_ENGINES_DIR).
+	EnginesDir string
+	// Getenv reads the worker's configuration (credentials); nil reads none.
+	Getenv func(string) string
+	// LLMBaseURL points every engine at this model server instead of its
+	// provider (`clopen dev --fakellm`); it wins over CLOPEN_LLM_BASE_URL.
+	LLMBaseURL string
+	// Accounts, when set, gives each engine process its tenant's account
+	// (the named one, else the tenant's active one); a tenant without one
+	// runs on the worker's own credentials unless TenantAccountsOnly.
+	Accounts Accounts
+	// TenantAccountsOnly refuses the worker's own credentials to tenants
+	// (CLOPEN_TENANT_ACCOUNTS_ONLY=1): every tenant brings its accounts.
+	TenantAccountsOnly bool
+	// Logger gets the adapters' diagnostics.
+	Logger *slog.Logger
+}
+
+// SetupFromEnv returns the setup of a worker whose data dir is dataDir,
+// reading CLOPEN_ENGINES_DIR and credentials from getenv.
+func SetupFromEnv(dataDir string, getenv func(string) string, logger *slog.Logger) Setup {
+	return Setup{DataDir: dataDir, EnginesDir: getenv("CLOPEN_ENGINES_DIR"), Getenv: getenv, Logger: logger,
+		TenantAccountsOnly: getenv("CLOPEN_TENANT_ACCOUNTS_ONLY") == "1"}
+}
+
+// DefaultDataDir is Clopen's data dir as `clopen` finds it: $CLOPEN_DATA,
+// else $XDG_DATA_HOME/clopen, else ~/.local/share/clopen.
+func DefaultDataDir(getenv func(string) string) string {
+	if d := getenv("CLOPEN_DATA"); d != "" {
+		return d
+	}
+	base := getenv("XDG_DATA_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return filepath.Join(os.TempDir(), "clopen")
+		}
+		base = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(base, "clopen")
+}
+
+// Root is the install root.
+func (s Setup) Root() string {
+	if s.EnginesDir != "" {
+		return s.EnginesDir
+	}
+	return filepath.Join(s.DataDir, "engines")
+}
+
+func (s Setup) stateDir(t events.EngineType) string {
+	return filepath.Join(s.DataDir, "engine-state", string(t))
+}
+
+func (s Setup) getenv(k string) string {
+	if s.Getenv == nil {
+		return ""
+	}
+	return s.Getenv(k)
+}
+
+func (s Setup) claudeCredentials() claude.EnvCredentials {
+	return claude.EnvCredentials{Getenv: s.getenv, BaseURL: s.LLMBaseURL}
+}
+
+// NPMCache is npm's cache dir for installs: $CLOPEN_NPM_CACHE, else
+// ~/.cache/clopen/npm, kept between runs so reinstalls (CI) are fast.
+func NPMCache(getenv func(string) string) string {
+	if d := getenv("CLOPEN_NPM_CACHE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "clopen", "npm")
+	}
+	return filepath.Join(os.TempDir(), "clopen-npm-cache")
+}

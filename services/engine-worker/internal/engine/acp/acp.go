@@ -1,0 +1,284 @@
+// Package acp drives coding agents over the Agent Client Protocol (ACP v1:
+// JSON-RPC 2.0 over newline-delimited stdio) and converts what they say
+// into the events contract. One client serves every ACP agent; a Profile
+// holds each agent's command line, credentials, hermetic settings and
+// quirks: Gemini CLI, Qwen Code, Copilot CLI, OpenCode, Cline, Cursor's
+// agent, and any agent an operator configures.
+//
+// A turn is session/prompt on an ACP session. The session is new, or the
+// one the request resumes: still open in a warm process, else reopened
+// with session/resume or session/load (whichever the agent advertises; a
+// load's history replay is not re-emitted), forked first with session/fork
+// where advertised. An agent that can do none of these starts a new
+// session, and the turn opens with a notification saying the agent cannot
+// see the earlier history.
+//
+// session/request_permission goes to the run's Interaction and is answered
+// with the agent's allow-once or reject-once option; fs/read_text_file and
+// fs/write_text_file are served inside the workspace only. An interrupt is
+// session/cancel: the agent ends the prompt with stopReason cancelled, the
+// turn ends with an interrupted result, and the process stays warm. A
+// cancel also sends session/cancel, then stops the process group.
+//
+// Warm processes: an agent process serves one turn at a time and, after
+// it, waits idle for the next turn of the same (tenant, account,
+// workspace, model) until IdleTimeout, keeping its sessions open: agents
+// take 1-7 s to start, and a warm process answers at once.
+//
+// Why not github.com/coder/acp-go-sdk (v0.13.0, which does decode every
+// message the agents sent in the reference captures): its connection queues
+// at most 1,024 unprocessed notifications and closes the connection past
+// that, and Emit may block while the publisher catches up, so a 2,000-delta
+// answer would cut the turn off; and its SessionUpdate decoder matches an
+// unknown kind to a known one by field shape (a future kind with "content"
+// would decode as user_message_chunk), where unknown kinds must be ignored.
+// The client here is small: an unbounded inbox, raw rawInput/_meta for
+// the per-agent code, and only the fields it uses.
+package acp
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// Defaults of Config.
+const (
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultKillGrace      = 2 * time.Second
+	DefaultInterruptGrace = 10 * time.Second
+	DefaultCancelGrace    = 250 * time.Millisecond
+	DefaultStartTimeout   = 90 * time.Second
+)
+
+// Config configures an adapter instance.
+type Config struct {
+	// Profile is the agent; required.
+	Profile *Profile
+	// Bin is the agent's executable.
+	Bin string
+	// StateDir holds each instance's HOME: StateDir/<tenant>/<account>.
+	StateDir string
+	// CacheDir is shared by every instance (Copilot unpacks 235 MB there
+	// on first run); empty means StateDir/.cache.
+	CacheDir string
+	// Credentials gives each process its credentials; required.
+	Credentials Credentials
+	// DefaultModel is the model of a turn that names none, and the model
+	// the catalog is read with; empty means the profile's DefaultModel.
+	// Agents that report no models (Copilot with a provider key) list it
+	// as their catalog.
+	DefaultModel string
+	// Wrap prefixes the command line (a namespace launcher in tests).
+	Wrap []string
+	// Env is added to the agent's environment (KEY=value).
+	Env []string
+	// MaxRetries is how often an agent that can be told so retries a
+	// failed model call; 0 means never.
+	MaxRetries int
+	// IdleTimeout retires a warm process unused this long: 0 means
+	// DefaultIdleTimeout; a negative value turns warm processes off.
+	IdleTimeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
+	// process group; 0 means DefaultKillGrace.
+	KillGrace time.Duration
+	// InterruptGrace is how long an interrupted turn waits for the agent's
+	// cancelled response before the process is stopped.
+	InterruptGrace time.Duration
+	// CancelGrace is how long a cancelled turn's agent gets, after
+	// session/cancel, before its process group is stopped.
+	CancelGrace time.Duration
+	// StartTimeout bounds an agent's start-up (initialize).
+	StartTimeout time.Duration
+	// Logger gets the adapter's diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Tap, when set, sees every line written to (sent) or read from an
+	// agent, for recording transcripts. It must not block.
+	Tap func(sent bool, line []byte)
+}
+
+// Engine is the adapter instance of one agent for one (tenant, account).
+// Run is safe for concurrent use: each turn has a process of its own.
+type Engine struct {
+	cfg  Config
+	p    *Profile
+	key  engine.Key
+	home string
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	idle     map[string][]*agent // warm processes by spec
+	busy     map[*agent]struct{}
+	owner    map[string]*agent        // ACP session id → the process that has it open
+	inTurn   map[string]chan struct{} // sessions a turn is using, closed when it ends
+	disposed bool
+	bg       sync.WaitGroup
+	unknown  sync.Map // update kinds and lines already reported
+	stats    Stats
+	version  string
+}
+
+// Stats counts what an instance did with its processes.
+type Stats struct {
+	Started  int // processes started
+	WarmHits int // turns that ran on a warm process
+}
+
+var (
+	_ engine.Engine    = (*Engine)(nil)
+	_ engine.Versioned = (*Engine)(nil)
+	_ engine.Disposer  = (*Engine)(nil)
+	_ engine.Cataloger = (*Engine)(nil)
+)
+
+// New returns the adapter instance of key.
+func New(cfg Config, key engine.Key) *Engine {
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.InterruptGrace <= 0 {
+		cfg.InterruptGrace = DefaultInterruptGrace
+	}
+	if cfg.CancelGrace <= 0 {
+		cfg.CancelGrace = DefaultCancelGrace
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = DefaultStartTimeout
+	}
+	if cfg.DefaultModel == "" {
+		cfg.DefaultModel = cfg.Profile.DefaultModel
+	}
+	if cfg.CacheDir == "" {
+		cfg.CacheDir = filepath.Join(cfg.StateDir, ".cache")
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{cfg: cfg, p: cfg.Profile, key: key, home: stateDir(cfg.StateDir, key.Tenant, key.Account),
+		log:  log.With("engine", cfg.Profile.Type, "tenant", key.Tenant),
+		idle: map[string][]*agent{}, busy: map[*agent]struct{}{}, owner: map[string]*agent{}, inTurn: map[string]chan struct{}{}}
+}
+
+// Type reports the profile's engine type.
+func (e *Engine) Type() events.EngineType { return e.p.Type }
+
+// Stats returns the instance's counters, for tests and metrics.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// Warm reports how many idle warm processes the instance holds.
+func (e *Engine) Warm() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := 0
+	for _, as := range e.idle {
+		n += len(as)
+	}
+	return n
+}
+
+// Version runs `bin --version` once and reports its version number.
+func (e *Engine) Version(ctx context.Context) (string, error) {
+	e.mu.Lock()
+	v := e.version
+	e.mu.Unlock()
+	if v != "" {
+		return v, nil
+	}
+	v, err := ReadVersion(ctx, e.cfg.Bin)
+	if err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	e.version = v
+	e.mu.Unlock()
+	return v, nil
+}
+
+// versionRE finds a version number in --version output ("0.61.0",
+// "GitHub Copilot CLI 1.0.102.").
+var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?`)
+
+// ReadVersion runs `bin --version` and returns the first version number it
+// prints.
+func ReadVersion(ctx context.Context, bin string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath), "HOME=" + os.TempDir()}
+	out, err := cmd.Output()
+	if err != nil {
+		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("%s --version: %v", bin, err), Err: err}
+	}
+	v := strings.TrimSuffix(versionRE.FindString(string(out)), ".")
+	if v == "" {
+		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("%s --version printed no version", bin)}
+	}
+	return v, nil
+}
+
+// Dispose stops every process of the instance, busy or warm, and waits for
+// them (or ctx).
+func (e *Engine) Dispose(ctx context.Context) error {
+	e.mu.Lock()
+	e.disposed = true
+	var all []*agent
+	for spec, as := range e.idle {
+		for _, a := range as {
+			a.timer.Stop()
+			all = append(all, a)
+		}
+		delete(e.idle, spec)
+	}
+	for a := range e.busy {
+		all = append(all, a)
+	}
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, a := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); a.p.Stop(ctx) }()
+	}
+	wg.Add(1)
+	go func() { defer wg.Done(); e.bg.Wait() }()
+	return engine.Wait(ctx, &wg)
+}
+
+// defaultPath is the agent's PATH when the worker has none.
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+// stateDir is the HOME of the instance of tenant and account under root.
+func stateDir(root, tenant, account string) string {
+	return filepath.Join(root, pathToken(tenant, "_"), pathToken(account, "default"))
+}
+
+// pathToken makes s safe as one path element.
+func pathToken(s, empty string) string {
+	if s == "" {
+		return empty
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, strings.ReplaceAll(s, "..", "__"))
+}

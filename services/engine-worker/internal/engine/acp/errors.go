@@ -1,0 +1,96 @@
+package acp
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// rpcError classifies an agent's error response to a request (op names the
+// request, for the message). The agents put the provider's failure in the
+// error's message or data: its HTTP status first, then its words decide.
+func rpcError(op string, err error) error {
+	var re *RPCError
+	if !errors.As(err, &re) {
+		return &engine.Error{Kind: events.KindCrashed, Msg: op + ": " + err.Error(), Err: err}
+	}
+	msg := providerMessage(strings.TrimSpace(re.Message))
+	if d := strings.TrimSpace(dataText(re.Data)); d != "" && d != msg {
+		msg += ": " + d
+	}
+	return &engine.Error{Kind: kindOf(msg), Msg: msg, Err: err}
+}
+
+// providerMessage unwraps a provider's JSON error body that an agent
+// passed on as its message (Gemini: {"error":{"code":500,"message":…}}).
+func providerMessage(msg string) string {
+	var body struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if !strings.HasPrefix(msg, "{") || json.Unmarshal([]byte(msg), &body) != nil || body.Error.Message == "" {
+		return msg
+	}
+	if body.Error.Code != 0 {
+		return fmt.Sprintf("%s (status %d)", body.Error.Message, body.Error.Code)
+	}
+	return body.Error.Message
+}
+
+// kindOf maps an error message to an error kind.
+func kindOf(msg string) events.ErrorKind {
+	m := strings.ToLower(msg)
+	switch {
+	case engine.ContainsAny(m, "authentication required", "invalid api key", "unauthorized", "401", "403", "forbidden",
+		"not logged in", "invalid auth", "api key not valid", "please login", "please log in"):
+		return events.KindAuth
+	case engine.ContainsAny(m, "429", "rate limit", "rate_limit", "too many requests", "quota exceeded", "resource_exhausted"):
+		return events.KindRateLimited
+	case strings.Contains(m, "model") && engine.ContainsAny(m, "not found", "not available", "does not exist", "not supported", "404"):
+		return events.KindModelUnavailable
+	case engine.ContainsAny(m, "session not found", "invalid session", "unknown session", "no session"):
+		return events.KindInvalidRequest
+	}
+	return events.KindProvider
+}
+
+// startError classifies a start-up that failed: the agent's stderr says
+// why when it can (no login, a missing runtime); otherwise it crashed.
+func startError(name string, err error, p *proc) error {
+	last := engine.LastLine(p.Stderr())
+	msg := fmt.Sprintf("%s did not start: %v", name, err)
+	if last != "" {
+		msg += ": " + last
+	}
+	kind := events.KindCrashed
+	var re *RPCError
+	if errors.As(err, &re) {
+		kind = kindOf(re.Error())
+	}
+	return &engine.Error{Kind: kind, Msg: msg, Err: err}
+}
+
+// exitError classifies a process that ended in the middle of a turn.
+func exitError(name string, p *proc) error {
+	<-p.Done()
+	code := -1
+	var ee *exec.ExitError
+	if errors.As(p.Err(), &ee) {
+		code = ee.ExitCode()
+	}
+	msg := fmt.Sprintf("%s exited (status %d) without finishing the turn", name, code)
+	if p.Err() == nil {
+		msg = name + " closed its output without finishing the turn"
+	}
+	if last := engine.LastLine(p.Stderr()); last != "" {
+		msg += ": " + last
+	}
+	return &engine.Error{Kind: events.KindCrashed, Msg: msg, Err: p.Err()}
+}

@@ -1,0 +1,4 @@
+package acp
+
+// DecodeUpdate exposes decodeUpdate to the package's external tests.
+var DecodeUpdate = decodeUpdate

@@ -1,0 +1,70 @@
+package acp
+
+import (
+	"path/filepath"
+	"strings"
+
+	"clopen.dev/pkg/events"
+)
+
+// Gemini is Gemini CLI (`gemini --acp --skip-trust`).
+//
+// Its home needs settings.json selecting API-key auth (else it fails with
+// "Invalid auth method selected."); the model is fixed with -m, because
+// its default ("auto") first asks a router model in JSON mode. Its tool
+// calls carry no raw input and no name: the name is the id's prefix
+// (run_shell_command__…) and a shell call's title is its command. Its
+// launcher re-spawns itself and, with an MCP server attached, does not
+// exit on stdin EOF: the process group is always killed.
+var Gemini = Profile{
+	Type: events.EngineGemini, Name: "Gemini CLI", Provider: "google",
+	Args:         []string{"--acp", "--skip-trust"},
+	ModelArgs:    func(model string) []string { return []string{"--model", model} },
+	DefaultModel: "gemini-3.8-flash",
+	KeyEnv:       []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+	BaseURLEnv:   []string{"GOOGLE_GEMINI_BASE_URL"},
+	Setup: func(in SetupInput) ([]string, error) {
+		settings := map[string]any{
+			"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
+			"privacy":   map[string]any{"usageStatisticsEnabled": false},
+			"telemetry": map[string]any{"enabled": false},
+			"general": map[string]any{"disableAutoUpdate": true, "disableUpdateNag": true,
+				// Retries are the worker's call: a failed model call fails the turn.
+				"maxAttempts": in.Retries + 1},
+			// The pty shell reports its output as terminal cells, which
+			// Gemini's ACP layer drops; the plain shell reports text.
+			"tools": map[string]any{"shell": map[string]any{"enableInteractiveShell": false}},
+		}
+		if err := writeJSON(filepath.Join(in.Home, ".gemini", "settings.json"), settings); err != nil {
+			return nil, err
+		}
+		env := []string{"GEMINI_API_KEY=" + in.Cred.APIKey, "GEMINI_CLI_NO_RELAUNCH=true"}
+		if in.Cred.BaseURL != "" {
+			env = append(env, "GOOGLE_GEMINI_BASE_URL="+strings.TrimRight(in.Cred.BaseURL, "/"))
+		}
+		return env, nil
+	},
+	Tools: ToolNames{
+		"run_shell_command": events.ToolBash, "read_file": events.ToolRead, "read_many_files": events.ToolRead,
+		"write_file": events.ToolWrite, "replace": events.ToolEdit, "edit": events.ToolEdit, "list_directory": events.ToolList,
+		"glob": events.ToolGlob, "search_file_content": events.ToolGrep, "grep_search": events.ToolGrep,
+		"web_fetch": events.ToolWebFetch, "google_web_search": events.ToolWebSearch, "write_todos": events.ToolTodoWrite,
+		"save_memory": events.ToolTodoWrite, "ask_user": events.ToolAskUserQuestion, "exit_plan_mode": events.ToolExitPlanMode,
+		"enter_plan_mode": events.ToolEnterPlanMode,
+	},
+	// Ids look like run_shell_command__run_shell_command_1795976674064_0.
+	RawToolName: func(id, _ string) string {
+		name, _, ok := strings.Cut(id, "__")
+		if !ok {
+			return ""
+		}
+		return name
+	},
+	// Its write tool reads the file first and tells a new file from a
+	// failure by an ENOENT code, which it looks for in the error's message;
+	// but its ACP SDK rejects with the plain JSON-RPC error object, whose
+	// message it never reads, so every error fails the write. A missing
+	// file therefore reads as empty, and new files can be written.
+	MissingFileEmpty: true,
+	Notes:            "session/load is advertised but fails for sessions of an ended process; resume continues in the warm process, otherwise a new session with a notification.",
+}

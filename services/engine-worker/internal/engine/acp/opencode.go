@@ -1,0 +1,70 @@
+package acp
+
+import (
+	"encoding/json"
+	"strings"
+
+	"clopen.dev/pkg/events"
+)
+
+// OpenCode is `opencode acp`. Its whole config travels in
+// OPENCODE_CONFIG_CONTENT: a provider pointing at the account's
+// OpenAI-compatible endpoint, the model for both the turn and its title
+// request, and "ask" for every tool that has an effect, so each call comes
+// to Clopen as a permission request. Its first tool_call title is the
+// tool's name ("bash"); later titles describe the call.
+var OpenCode = Profile{
+	Type: events.EngineOpenCode, Name: "OpenCode", Provider: "opencode",
+	Args:         []string{"acp"},
+	DefaultModel: "gpt-5.5",
+	KeyEnv:       []string{"OPENCODE_API_KEY", "OPENAI_API_KEY"},
+	BaseURLEnv:   []string{"OPENCODE_BASE_URL", "OPENAI_BASE_URL"},
+	Setup: func(in SetupInput) ([]string, error) {
+		cfg := map[string]any{
+			"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",
+			"permission": map[string]any{"bash": "ask", "edit": "ask", "webfetch": "ask"},
+		}
+		model := in.Model
+		provider, _, qualified := strings.Cut(model, "/")
+		if in.Cred.BaseURL != "" && (!qualified || provider == "clopen") {
+			id := strings.TrimPrefix(model, "clopen/")
+			cfg["provider"] = map[string]any{"clopen": map[string]any{
+				"npm": "@ai-sdk/openai-compatible", "name": "Clopen",
+				"options": map[string]any{"baseURL": strings.TrimRight(in.Cred.BaseURL, "/"), "apiKey": in.Cred.APIKey},
+				"models": map[string]any{id: map[string]any{"name": id, "tool_call": true,
+					"limit": map[string]any{"context": 128000, "output": 8192}}},
+			}}
+			model = "clopen/" + id
+		} else if !qualified {
+			model = "openai/" + model
+		}
+		cfg["model"], cfg["small_model"] = model, model
+		b, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		env := []string{"OPENCODE_CONFIG_CONTENT=" + string(b), "OPENCODE_DISABLE_AUTOUPDATE=1",
+			"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1"}
+		if in.Cred.BaseURL == "" && in.Cred.APIKey != "" {
+			env = append(env, "OPENAI_API_KEY="+in.Cred.APIKey)
+		}
+		return env, nil
+	},
+	Tools: ToolNames{
+		"bash": events.ToolBash, "view": events.ToolRead, "read": events.ToolRead, "write": events.ToolWrite, "edit": events.ToolEdit,
+		"patch": events.ToolPatch, "apply_patch": events.ToolPatch, "glob": events.ToolGlob, "grep": events.ToolGrep,
+		"list": events.ToolList, "fetch": events.ToolWebFetch, "web_fetch": events.ToolWebFetch, "webfetch": events.ToolWebFetch,
+		"web_search": events.ToolWebSearch, "websearch": events.ToolWebSearch, "todo_write": events.ToolTodoWrite,
+		"todowrite": events.ToolTodoWrite, "todoread": events.ToolTodoWrite, "task": events.ToolAgent,
+		"question": events.ToolAskUserQuestion, "skill": events.ToolSkill, "lsp": events.ToolLsp,
+		"list_mcp_resources": events.ToolListMcpResources, "read_mcp_resource": events.ToolReadMcpResource,
+	},
+	RawToolName: func(_, title string) string { return title },
+	// Its model option's values are "<provider>/<model>", which is what its
+	// config's model takes: the id stays whole, the provider is its prefix.
+	ModelEntry: func(reported string) (string, string, bool) {
+		provider, model, ok := strings.Cut(reported, "/")
+		return reported, provider, ok && provider != "" && model != ""
+	},
+	Notes: "Resume: in the warm process, else session/load (full replay, dropped). No fork over ACP.",
+}

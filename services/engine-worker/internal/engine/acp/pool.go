@@ -1,0 +1,305 @@
+package acp
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// agent is a started, initialized agent process and the ACP sessions it
+// has open. A turn owns it while it runs; between turns it waits in the
+// engine's idle list.
+type agent struct {
+	p        *proc
+	spec     string
+	home     string // the HOME it runs with
+	info     InitializeResponse
+	sessions map[string]*liveSession
+	timer    *time.Timer // retires it when idle too long
+}
+
+// liveSession is what the client remembers of a session open in a process.
+type liveSession struct {
+	cost  float64           // running cost at the end of its last turn
+	usage events.TokenUsage // running usage, for agents that report only that
+	runs  string            // the model it runs when the agent put its own in the turn's place
+}
+
+// launch is how a turn's process is started.
+type launch struct {
+	argv []string
+	env  []string
+	dir  string
+	home string
+	spec string // fingerprint of all of the above and the credential
+}
+
+// command builds the launch of a turn: the profile's settings written into
+// home (the instance's, or a scratch one), the environment, and the
+// command line.
+func (e *Engine) command(home string, cred Credential, model, workspace string, servers []engine.MCPServer) (launch, error) {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return launch{}, fmt.Errorf("%s state dir: %w", e.p.Name, err)
+	}
+	if err := os.MkdirAll(e.cfg.CacheDir, 0o700); err != nil {
+		return launch{}, fmt.Errorf("%s cache dir: %w", e.p.Name, err)
+	}
+	extra, err := e.p.Setup(SetupInput{Home: home, Cred: cred, Model: model, CacheDir: e.cfg.CacheDir, Workspace: workspace, Retries: e.cfg.MaxRetries})
+	if err != nil {
+		return launch{}, fmt.Errorf("%s settings: %w", e.p.Name, err)
+	}
+	env := []string{
+		"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath),
+		"HOME=" + home,
+		"LANG=" + cmp.Or(os.Getenv("LANG"), "C.UTF-8"),
+		"TMPDIR=" + os.TempDir(),
+		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
+		"XDG_DATA_HOME=" + filepath.Join(home, ".local", "share"),
+		"XDG_STATE_HOME=" + filepath.Join(home, ".local", "state"),
+		// Caches (OpenCode's provider packages) are the instance's even for
+		// a scratch home: they hold no session, and refilling them costs
+		// seconds on every start.
+		"XDG_CACHE_HOME=" + filepath.Join(e.home, ".cache"),
+		"NO_UPDATE_NOTIFIER=1", "NO_COLOR=1", "DO_NOT_TRACK=1",
+	}
+	if e.p.MCPConfig != nil && len(servers) > 0 {
+		mcpEnv, err := e.p.MCPConfig(home, servers)
+		if err != nil {
+			return launch{}, fmt.Errorf("%s MCP settings: %w", e.p.Name, err)
+		}
+		extra = append(extra, mcpEnv...)
+	}
+	env = append(append(env, extra...), e.cfg.Env...)
+	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin), e.p.Args...)
+	if e.p.ModelArgs != nil && model != "" {
+		argv = append(argv, e.p.ModelArgs(model)...)
+	}
+	h := sha256.New()
+	for _, s := range append(append(append([]string{}, argv...), env...), workspace, cred.fingerprint()) {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return launch{argv: argv, env: env, dir: workspace, home: home, spec: hex.EncodeToString(h.Sum(nil)[:12])}, nil
+}
+
+// acquire hands a turn a process: the warm one that has the session it
+// resumes open, else any warm one started the same way, else a new one.
+func (e *Engine) acquire(ctx context.Context, l launch, resume string) (a *agent, warm bool, err error) {
+	e.mu.Lock()
+	if e.disposed {
+		e.mu.Unlock()
+		return nil, false, &engine.Error{Kind: events.KindInternal, Msg: e.p.Name + " is shutting down"}
+	}
+	list := e.idle[l.spec]
+	pick := -1
+	for i, c := range list {
+		if c.p.Exited() {
+			continue
+		}
+		if resume != "" && c.sessions[resume] != nil {
+			pick = i
+			break
+		}
+		pick = i
+	}
+	if pick >= 0 && !e.p.SingleTurn {
+		a = list[pick]
+		e.idle[l.spec] = append(list[:pick:pick], list[pick+1:]...)
+		a.timer.Stop()
+		e.busy[a] = struct{}{}
+		e.stats.WarmHits++
+		e.mu.Unlock()
+		return a, true, nil
+	}
+	e.mu.Unlock()
+	a, err = e.start(ctx, l)
+	if err != nil {
+		return nil, false, err
+	}
+	e.mu.Lock()
+	e.busy[a] = struct{}{}
+	e.stats.Started++
+	disposed := e.disposed
+	e.mu.Unlock()
+	if disposed {
+		e.drop(a)
+		return nil, false, &engine.Error{Kind: events.KindInternal, Msg: e.p.Name + " is shutting down"}
+	}
+	return a, false, nil
+}
+
+// start starts a process and initializes the connection.
+func (e *Engine) start(ctx context.Context, l launch) (*agent, error) {
+	bad := func(line []byte, err error) {
+		if _, seen := e.unknown.LoadOrStore("line", true); !seen {
+			e.log.Info("acp: ignoring a stdout line that is not JSON-RPC (logged once)", "err", err)
+		}
+	}
+	p, err := startProc(l.argv, l.env, l.dir, e.cfg.KillGrace, e.cfg.Tap, bad)
+	if err != nil {
+		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start " + e.p.Name + ": " + err.Error(), Err: err}
+	}
+	a := &agent{p: p, spec: l.spec, home: l.home, sessions: map[string]*liveSession{}}
+	ictx, cancel := context.WithTimeout(ctx, e.cfg.StartTimeout)
+	defer cancel()
+	err = p.conn.Call(ictx, "initialize", map[string]any{
+		"protocolVersion": ProtocolVersion,
+		"clientCapabilities": map[string]any{
+			"fs":       map[string]any{"readTextFile": true, "writeTextFile": true},
+			"terminal": false,
+		},
+		"clientInfo": map[string]any{"name": "clopen", "title": "Clopen", "version": "1"},
+	}, &a.info)
+	if err != nil {
+		p.Stop(context.Background())
+		<-p.Done()
+		return nil, startError(e.p.Name, err, p)
+	}
+	if a.info.ProtocolVersion != 0 && a.info.ProtocolVersion != ProtocolVersion {
+		p.Stop(context.Background())
+		return nil, &engine.Error{Kind: events.KindNotInstalled,
+			Msg: fmt.Sprintf("%s speaks ACP version %d; Clopen speaks %d", e.p.Name, a.info.ProtocolVersion, ProtocolVersion)}
+	}
+	return a, nil
+}
+
+// release takes a process back after a turn: warm when the turn left it
+// usable and warm processes are on, else stopped.
+func (e *Engine) release(a *agent, reusable bool) {
+	e.mu.Lock()
+	delete(e.busy, a)
+	if !reusable || e.disposed || e.cfg.IdleTimeout < 0 || e.p.SingleTurn || a.p.Exited() {
+		e.mu.Unlock()
+		e.drop(a)
+		return
+	}
+	e.idle[a.spec] = append(e.idle[a.spec], a)
+	a.timer = time.AfterFunc(e.cfg.IdleTimeout, func() { e.expire(a) })
+	e.mu.Unlock()
+}
+
+// expire retires a warm process unused for IdleTimeout.
+func (e *Engine) expire(a *agent) {
+	e.mu.Lock()
+	list := e.idle[a.spec]
+	found := false
+	for i, c := range list {
+		if c == a {
+			e.idle[a.spec] = append(list[:i:i], list[i+1:]...)
+			found = true
+			break
+		}
+	}
+	if found && !e.disposed {
+		e.bg.Add(1) // inside the lock: Dispose's Wait cannot have started
+	}
+	e.mu.Unlock()
+	if !found || e.disposedNow() {
+		return
+	}
+	defer e.bg.Done()
+	e.forgetSessions(a)
+	a.p.Retire(e.cfg.KillGrace)
+}
+
+func (e *Engine) disposedNow() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.disposed
+}
+
+// drop stops a process that will not be reused, in the background.
+func (e *Engine) drop(a *agent) {
+	e.forgetSessions(a)
+	e.mu.Lock()
+	if e.disposed {
+		e.mu.Unlock()
+		go a.p.Stop(context.Background()) // ends by itself; Dispose already signalled it
+		return
+	}
+	e.bg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer e.bg.Done()
+		a.p.Retire(e.cfg.KillGrace)
+	}()
+}
+
+// stop stops a process that will not be reused and waits until it is gone
+// (bounded by the kill grace), so that its home can be removed after it.
+func (e *Engine) stop(a *agent) {
+	e.mu.Lock()
+	delete(e.busy, a)
+	e.mu.Unlock()
+	e.forgetSessions(a)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*e.cfg.KillGrace)
+	defer cancel()
+	a.p.Stop(ctx)
+}
+
+// scratchHome makes a HOME for a process whose state must not outlive it
+// (a catalog read, an ephemeral turn); remove deletes it.
+func (e *Engine) scratchHome() (home string, remove func(), err error) {
+	if err := os.MkdirAll(e.cfg.StateDir, 0o700); err != nil {
+		return "", nil, fmt.Errorf("%s state dir: %w", e.p.Name, err)
+	}
+	home, err = os.MkdirTemp(e.cfg.StateDir, ".scratch-")
+	if err != nil {
+		return "", nil, fmt.Errorf("%s scratch home: %w", e.p.Name, err)
+	}
+	return home, func() {
+		if err := os.RemoveAll(home); err != nil {
+			e.log.Warn("acp: remove scratch home", "err", err)
+		}
+	}, nil
+}
+
+// forgetSessions removes a's sessions from the owner map.
+func (e *Engine) forgetSessions(a *agent) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for id := range a.sessions {
+		if e.owner[id] == a {
+			delete(e.owner, id)
+		}
+	}
+}
+
+// lockSession waits until no turn uses session id and claims it: never two
+// prompts on one ACP session at once. The returned func releases it.
+func (e *Engine) lockSession(ctx context.Context, id string) (func(), error) {
+	if id == "" {
+		return func() {}, nil
+	}
+	for {
+		e.mu.Lock()
+		ch, busy := e.inTurn[id]
+		if !busy {
+			ch = make(chan struct{})
+			e.inTurn[id] = ch
+			e.mu.Unlock()
+			return func() {
+				e.mu.Lock()
+				if e.inTurn[id] == ch {
+					delete(e.inTurn, id)
+				}
+				e.mu.Unlock()
+				close(ch)
+			}, nil
+		}
+		e.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+	}
+}

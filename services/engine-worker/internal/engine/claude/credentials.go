@@ -1,0 +1,74 @@
+package claude
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// Credential is what one run authenticates with. Exactly one of APIKey and
+// OAuthToken is normally set; BaseURL, when set, replaces the provider's
+// address (a proxy, a gateway, or fakellm in tests and `clopen dev --fakellm`).
+type Credential struct {
+	APIKey     string // becomes ANTHROPIC_API_KEY
+	OAuthToken string // becomes CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`)
+	BaseURL    string // becomes ANTHROPIC_BASE_URL
+}
+
+// fingerprint identifies the credential without revealing it, so a warm
+// process started with other credentials is never reused.
+func (c Credential) fingerprint() string {
+	sum := sha256.Sum256([]byte(c.APIKey + "\x00" + c.OAuthToken + "\x00" + c.BaseURL))
+	return hex.EncodeToString(sum[:8])
+}
+
+// Credentials is the seam through which the worker gives a run its
+// credentials. It is asked once per process start, for the tenant and
+// account of the engine instance. Today the worker answers from its own
+// environment (EnvCredentials); engine accounts kept by the artifacts
+// service will answer here later. Implementations are safe for concurrent
+// use; an error of kind events.KindNeedsAccount says nothing is configured.
+type Credentials interface {
+	Credential(ctx context.Context, tenant, account string) (Credential, error)
+}
+
+// PlaceholderKey is the API key used when only a base URL is configured
+// (fakellm accepts any key; the CLI insists on having one).
+const PlaceholderKey = "sk-clopen-no-key"
+
+// EnvCredentials answers from environment variables: ANTHROPIC_API_KEY,
+// CLAUDE_CODE_OAUTH_TOKEN and ANTHROPIC_BASE_URL, with CLOPEN_LLM_BASE_URL
+// (or BaseURL) overriding the address for every engine. It serves every
+// tenant and account alike.
+type EnvCredentials struct {
+	Getenv func(string) string
+	// BaseURL, when set, wins over CLOPEN_LLM_BASE_URL and ANTHROPIC_BASE_URL.
+	BaseURL string
+}
+
+// Credential implements Credentials.
+func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, error) {
+	get := e.Getenv
+	if get == nil {
+		get = func(string) string { return "" }
+	}
+	c := Credential{APIKey: get("ANTHROPIC_API_KEY"), OAuthToken: get("CLAUDE_CODE_OAUTH_TOKEN"), BaseURL: get("ANTHROPIC_BASE_URL")}
+	override := e.BaseURL
+	if override == "" {
+		override = get("CLOPEN_LLM_BASE_URL")
+	}
+	if override != "" {
+		c.BaseURL = override
+		if c.APIKey == "" && c.OAuthToken == "" {
+			c.APIKey = PlaceholderKey
+		}
+	}
+	if c.APIKey == "" && c.OAuthToken == "" {
+		return Credential{}, &engine.Error{Kind: events.KindNeedsAccount,
+			Msg: "Claude Code has no account: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server"}
+	}
+	return c, nil
+}

@@ -1,0 +1,70 @@
+package claude
+
+import (
+	"strings"
+
+	"clopen.dev/pkg/events"
+)
+
+// builtinTools are the tools Claude Code 2.1.332 offers (its system/init
+// list), by Claude's own names. An allow list is enforced by denying the
+// ones it does not admit.
+var builtinTools = []string{"Task", "AskUserQuestion", "Bash", "CronCreate", "CronDelete", "CronList", "Edit",
+	"EnterPlanMode", "EnterWorktree", "ExitPlanMode", "ExitWorktree", "Glob", "Grep", "ListAgents", "Monitor",
+	"NotebookEdit", "Read", "ReportFindings", "ScheduleWakeup", "SendMessage", "Skill", "TaskStop", "ToolSearch",
+	"WebFetch", "WebSearch", "Workflow", "Write"}
+
+// disallowed turns a run's policy into Claude Code's --disallowedTools list.
+// In its default permission mode the CLI runs read-only tools without asking
+// (they never reach can_use_tool), so a deny must also be given up front.
+// MCP tools under an allow list still ask, and Permit refuses them there.
+// AskUserQuestion is never denied: it is how the agent talks to the user.
+func disallowed(allowed, denied []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(name string) {
+		if name != "AskUserQuestion" && !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	for _, pat := range denied {
+		switch prefix, wild := strings.CutSuffix(pat, "*"); {
+		case wild && strings.HasPrefix(prefix, events.MCPToolPrefix) && strings.HasSuffix(prefix, "__") && strings.Count(prefix, "__") == 2:
+			add(strings.TrimSuffix(prefix, "__")) // mcp__server__* is every tool of mcp__server
+		case wild:
+			for _, b := range builtinTools {
+				if strings.HasPrefix(ToolName(b), prefix) {
+					add(b)
+				}
+			}
+		default:
+			add(claudeName(pat))
+		}
+	}
+	if len(allowed) > 0 {
+		for _, b := range builtinTools {
+			if !admitted(ToolName(b), allowed) {
+				add(b)
+			}
+		}
+	}
+	return out
+}
+
+func admitted(tool string, allowed []string) bool {
+	for _, pat := range allowed {
+		if prefix, wild := strings.CutSuffix(pat, "*"); (wild && strings.HasPrefix(tool, prefix)) || pat == tool {
+			return true
+		}
+	}
+	return false
+}
+
+// claudeName is a canonical tool name as Claude Code calls it.
+func claudeName(canonical string) string {
+	if canonical == string(events.ToolAgent) {
+		return "Task"
+	}
+	return canonical
+}

@@ -1,0 +1,119 @@
+package codex
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// errClosed fails the requests in flight when the app-server is gone.
+var errClosed = errors.New("codex app-server closed its output")
+
+// conn is one `codex app-server` process and its JSON-RPC session. Responses
+// go to the request that waits for them; notifications and the server's
+// requests pile up in an unbounded queue that the turn in progress drains.
+type conn struct {
+	*engine.Child
+	queue *engine.Queue[Message]
+
+	nextID  atomic.Int64
+	pmu     sync.Mutex
+	pending map[int64]chan Message
+
+	spec    string // how it was started: a warm one is reused only for the same
+	started time.Time
+}
+
+// startConn starts argv in dir with env. grace is how long the group gets
+// between SIGTERM and SIGKILL.
+func startConn(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte)) (*conn, error) {
+	c := &conn{queue: engine.NewQueue[Message](), pending: map[int64]chan Message{}, started: time.Now()}
+	child, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
+		Line: c.route, Closed: c.queue.Close})
+	if err != nil {
+		return nil, err
+	}
+	c.Child = child
+	return c, nil
+}
+
+// route sends a stdout line to where it belongs: a response to its caller,
+// the rest to the queue. Lines that are not JSON are dropped (codex logs to
+// stderr).
+func (c *conn) route(line []byte) {
+	m, err := DecodeLine(line)
+	switch {
+	case err != nil:
+	case m.IsResponse():
+		c.deliver(m)
+	default:
+		c.queue.Push(m)
+	}
+}
+
+func (c *conn) deliver(m Message) {
+	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	if err != nil {
+		return
+	}
+	c.pmu.Lock()
+	ch := c.pending[id]
+	delete(c.pending, id)
+	c.pmu.Unlock()
+	if ch != nil {
+		ch <- m
+	}
+}
+
+// call sends a request and waits for its response.
+func (c *conn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
+	id := c.nextID.Add(1)
+	ch := make(chan Message, 1)
+	c.pmu.Lock()
+	c.pending[id] = ch
+	c.pmu.Unlock()
+	defer func() {
+		c.pmu.Lock()
+		delete(c.pending, id)
+		c.pmu.Unlock()
+	}()
+	if err := c.Send(map[string]any{"id": id, "method": method, "params": params}); err != nil {
+		return nil, err
+	}
+	select {
+	case m := <-ch:
+		if m.Error != nil {
+			return nil, m.Error
+		}
+		return m.Result, nil
+	case <-c.Done():
+		return nil, errClosed
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// notify sends a notification.
+func (c *conn) notify(method string, params any) error {
+	m := map[string]any{"method": method}
+	if params != nil {
+		m["params"] = params
+	}
+	return c.Send(m)
+}
+
+// respond answers the server's request id.
+func (c *conn) respond(id json.RawMessage, result any) error {
+	return c.Send(map[string]any{"id": id, "result": result})
+}
+
+// refuse answers the server's request id with an error.
+func (c *conn) refuse(id json.RawMessage, msg string) error {
+	return c.Send(map[string]any{"id": id, "error": map[string]any{"code": -32601, "message": msg}})
+}

@@ -1,0 +1,269 @@
+package codex
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// Thread settings: every command that is not read-only asks (untrusted),
+// inside the workspace-write sandbox; a structured generation's sandbox is
+// read-only.
+const (
+	approvalPolicy  = "untrusted"
+	sandboxMode     = "workspace-write"
+	generateSandbox = "read-only"
+)
+
+// setupTimeout bounds the requests that open a turn.
+const setupTimeout = 60 * time.Second
+
+// turn is one Run on one app-server: the converter, the approvals in
+// flight, and how the turn is being stopped.
+type turn struct {
+	c       *conn
+	req     engine.Request
+	emit    engine.Emit
+	log     *slog.Logger
+	cfg     *Config
+	model   string
+	effort  string
+	schema  json.RawMessage // the final answer's JSON schema (a generation), or nil
+	unknown *sync.Map
+
+	conv    Converter
+	turnID  string
+	answers chan answer
+	asks    sync.WaitGroup
+}
+
+// answer is a decided server request, written back by the turn loop.
+type answer struct {
+	id     json.RawMessage
+	result any
+	// after runs in the turn loop once the answer is sent (the tool result
+	// of a question codex keeps no item for).
+	after func()
+}
+
+// errTurnOver ends the approvals still parked when a turn ends.
+var errTurnOver = errors.New("turn over")
+
+// run opens the thread, starts the turn and relays its notifications until
+// turn/completed. reusable is true when the app-server ended the turn
+// itself and may take the chat's next one.
+func (t *turn) run(ctx context.Context) (reusable bool, err error) {
+	_, servers := threadPolicy(t.req.Allowed, t.req.Denied, t.req.MCPServers)
+	t.conv = Converter{Model: t.model, MCPServers: mcpNames(servers)}
+	t.c.queue.Drain() // what arrived while the process was idle belongs to no turn
+	if err := t.open(ctx); err != nil {
+		return !t.c.Exited(), err
+	}
+	askCtx, stopAsks := context.WithCancelCause(ctx)
+	defer func() {
+		stopAsks(errTurnOver)
+		t.asks.Wait()
+	}()
+	t.answers = make(chan answer, 8)
+	done := ctx.Done()
+	var deadline <-chan time.Time
+	cancelled := false
+	for {
+		msgs, closed := t.c.queue.Drain()
+		if closed {
+			switch {
+			case cancelled:
+				return false, context.Cause(ctx)
+			case done == nil: // interrupted, and the app-server died instead of ending the turn
+				return false, t.emitAll(t.conv.Interrupted())
+			}
+			_ = t.emitAll(t.conv.Finish())
+			return false, exitError(t.c.Err(), t.c.Stderr())
+		}
+		for _, m := range msgs {
+			if cancelled { // nothing more goes out; wait for the turn's end
+				if m.Method == "turn/completed" {
+					t.c.Stop(context.Background())
+					return false, context.Cause(ctx)
+				}
+				continue
+			}
+			if err := t.message(askCtx, m); err != nil {
+				return false, err
+			}
+			if _, ended := t.conv.Ended(); ended {
+				return true, t.conv.Err()
+			}
+		}
+		if len(msgs) > 0 {
+			continue
+		}
+		select {
+		case <-t.c.queue.Notify():
+		case a := <-t.answers:
+			if err := t.c.respond(a.id, a.result); err != nil {
+				t.log.Warn("codex: answer server request", "err", err)
+			}
+			if a.after != nil && !cancelled {
+				a.after()
+				if err := t.emitAll(t.conv.Take()); err != nil {
+					return false, err
+				}
+			}
+		case <-done:
+			done = nil
+			t.interrupt()
+			if !errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
+				// Cancel: the interrupt lets codex close the turn in its
+				// rollout for a short grace; then the group is stopped.
+				cancelled = true
+				deadline = time.After(t.cfg.CancelGrace)
+				continue
+			}
+			deadline = time.After(t.cfg.InterruptGrace)
+		case <-deadline:
+			t.c.Stop(context.Background())
+			if cancelled {
+				return false, context.Cause(ctx)
+			}
+			t.log.Warn("codex: no turn/completed after interrupt; stopped the app-server")
+			return false, t.emitAll(t.conv.Interrupted())
+		}
+	}
+}
+
+// open starts or forks the thread and starts the turn. The requests run to
+// their answer even when ctx ends meanwhile: the loop then stops the turn
+// the usual way.
+func (t *turn) open(ctx context.Context) error {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), setupTimeout)
+	defer cancel()
+	params := map[string]any{"cwd": t.req.Workspace, "approvalPolicy": approvalPolicy, "sandbox": sandboxMode,
+		"model": t.model, "serviceName": "clopen"}
+	cfg, servers := threadPolicy(t.req.Allowed, t.req.Denied, t.req.MCPServers)
+	if len(servers) > 0 {
+		cfg["mcp_servers"] = mcpConfig(servers)
+	}
+	if t.req.Ephemeral {
+		params["ephemeral"] = true
+	}
+	if t.schema != nil {
+		params["sandbox"] = generateSandbox
+		withholdAll(cfg)
+	}
+	if len(cfg) > 0 {
+		params["config"] = cfg
+	}
+	method := "thread/start"
+	if t.req.ResumeSessionID != "" {
+		method = "thread/fork"
+		params["threadId"] = t.req.ResumeSessionID
+		params["excludeTurns"] = true
+		delete(params, "serviceName")
+	}
+	res, err := t.c.call(sctx, method, params)
+	if err != nil {
+		return t.setupError(method, err)
+	}
+	var th threadResult
+	if err := json.Unmarshal(res, &th); err != nil || th.Thread.ID == "" {
+		return &engine.Error{Kind: events.KindCrashed, Msg: "codex " + method + " answered without a thread"}
+	}
+	t.conv.SetThread(th.Thread.ID)
+	start := map[string]any{"threadId": th.Thread.ID,
+		"input": []any{map[string]any{"type": "text", "text": t.req.PromptText(), "text_elements": []any{}}},
+		"model": t.model, "effort": t.effort, "summary": "auto"}
+	if t.schema != nil {
+		start["outputSchema"] = t.schema
+	}
+	res, err = t.c.call(sctx, "turn/start", start)
+	if err != nil {
+		return t.setupError("turn/start", err)
+	}
+	var ts turnStartResult
+	if err := json.Unmarshal(res, &ts); err != nil || ts.Turn.ID == "" {
+		return &engine.Error{Kind: events.KindCrashed, Msg: "codex turn/start answered without a turn"}
+	}
+	t.turnID = ts.Turn.ID
+	return nil
+}
+
+func (t *turn) setupError(op string, err error) error {
+	if errors.Is(err, errClosed) {
+		return exitError(t.c.Err(), t.c.Stderr())
+	}
+	return rpcError(op, err)
+}
+
+// interrupt asks codex to stop the turn; its answer is not awaited (the
+// turn/completed that follows is).
+func (t *turn) interrupt() {
+	if err := t.c.Send(map[string]any{"id": t.c.nextID.Add(1), "method": "turn/interrupt",
+		"params": map[string]any{"threadId": t.conv.Thread(), "turnId": t.turnID}}); err != nil {
+		t.log.Warn("codex: send turn/interrupt", "err", err)
+	}
+}
+
+// message handles one notification or server request.
+func (t *turn) message(ctx context.Context, m Message) error {
+	if m.IsRequest() {
+		return t.serverRequest(ctx, m)
+	}
+	switch m.Method {
+	case "configWarning", "deprecationNotice":
+		var p warningParams
+		_ = json.Unmarshal(m.Params, &p)
+		t.log.Info("codex: "+m.Method, "message", cmp.Or(p.Summary, p.Message))
+	case "error":
+		var p errorParams
+		if json.Unmarshal(m.Params, &p) == nil && p.WillRetry {
+			t.log.Info("codex: retrying after an error", "message", p.Error.Message)
+		}
+	default:
+		if !Known(m.Method) {
+			if _, seen := t.unknown.LoadOrStore(m.Method, true); !seen {
+				t.log.Info("codex: ignoring unknown notification", "method", m.Method)
+			}
+		}
+	}
+	return t.emitAll(t.conv.Convert(m))
+}
+
+func (t *turn) emitAll(outs []events.Output) error {
+	for _, o := range outs {
+		if err := t.emit(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mcpNames are the names of the request's MCP servers.
+func mcpNames(servers []engine.MCPServer) []string {
+	names := make([]string, 0, len(servers))
+	for _, s := range servers {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// mcpConfig is the mcp_servers thread config that connects MCP servers
+// (streamable HTTP; headers as http_headers, never bearer_token).
+func mcpConfig(servers []engine.MCPServer) map[string]any {
+	all := map[string]any{}
+	for _, s := range servers {
+		srv := map[string]any{"url": s.URL}
+		if len(s.Headers) > 0 {
+			srv["http_headers"] = s.Headers
+		}
+		all[s.Name] = srv
+	}
+	return all
+}

@@ -1,0 +1,89 @@
+package pi
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// The model APIs a pi account can use.
+const (
+	// APIAnthropic is pi's built-in Anthropic provider (its catalog, with
+	// prices), pointed at BaseURL when one is set.
+	APIAnthropic = "anthropic-messages"
+	// APIOpenAICompletions is a provider of Clopen's own speaking OpenAI
+	// Chat Completions at BaseURL; pi knows no prices for it.
+	APIOpenAICompletions = "openai-completions"
+)
+
+// Credential is what one pi process authenticates with.
+type Credential struct {
+	API     string // APIAnthropic (default) or APIOpenAICompletions
+	APIKey  string
+	BaseURL string // "" means the provider's own address
+}
+
+// fingerprint identifies the credential without revealing it, so a warm
+// process started with other credentials is never reused.
+func (c Credential) fingerprint() string {
+	sum := sha256.Sum256([]byte(c.API + "\x00" + c.APIKey + "\x00" + c.BaseURL))
+	return hex.EncodeToString(sum[:8])
+}
+
+// provider is the pi provider the credential's models are under.
+func (c Credential) provider() string {
+	if c.API == APIOpenAICompletions {
+		return "clopen"
+	}
+	return "anthropic"
+}
+
+// Credentials is the seam through which the worker gives a pi process its
+// credentials, asked once per process start for the instance's tenant and
+// account. Implementations are safe for concurrent use; an error of kind
+// events.KindNeedsAccount says nothing is configured.
+type Credentials interface {
+	Credential(ctx context.Context, tenant, account string) (Credential, error)
+}
+
+// PlaceholderKey is the API key used when only a base URL is configured.
+const PlaceholderKey = "sk-clopen-no-key"
+
+// EnvCredentials answers from environment variables: CLOPEN_PI_API picks
+// the API (anthropic-messages unless it says openai-completions), whose
+// key is ANTHROPIC_API_KEY or OPENAI_API_KEY and whose address is
+// ANTHROPIC_BASE_URL or OPENAI_BASE_URL, with CLOPEN_LLM_BASE_URL (or
+// BaseURL) overriding the address for every engine. It serves every tenant
+// and account alike; pi's OAuth sign-ins are not offered yet.
+type EnvCredentials struct {
+	Getenv func(string) string
+	// BaseURL, when set, wins over CLOPEN_LLM_BASE_URL and the API's own.
+	BaseURL string
+}
+
+// Credential implements Credentials.
+func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, error) {
+	get := e.Getenv
+	if get == nil {
+		get = func(string) string { return "" }
+	}
+	c := Credential{API: APIAnthropic, APIKey: get("ANTHROPIC_API_KEY"), BaseURL: get("ANTHROPIC_BASE_URL")}
+	if get("CLOPEN_PI_API") == APIOpenAICompletions {
+		c = Credential{API: APIOpenAICompletions, APIKey: get("OPENAI_API_KEY"), BaseURL: get("OPENAI_BASE_URL")}
+	}
+	if override := cmp.Or(e.BaseURL, get("CLOPEN_LLM_BASE_URL")); override != "" {
+		c.BaseURL = override
+		if c.APIKey == "" {
+			c.APIKey = PlaceholderKey
+		}
+	}
+	if c.APIKey == "" {
+		return Credential{}, &engine.Error{Kind: events.KindNeedsAccount,
+			Msg: "pi has no account: set ANTHROPIC_API_KEY (or CLOPEN_PI_API=openai-completions with OPENAI_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server"}
+	}
+	return c, nil
+}

@@ -1,0 +1,105 @@
+package pi
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// statusPrefix finds the HTTP status pi puts before a provider's error
+// body ("500 {"error":{...}}", "429 rate_limit_error: ...").
+var statusPrefix = regexp.MustCompile(`^(\d{3}) (.*)$`)
+
+// statusSuffix finds the status errorText leaves at the end.
+var statusSuffix = regexp.MustCompile(`\(status (\d{3})\)$`)
+
+// errorText is pi's error message as people read it: a provider's JSON
+// error body becomes its message, the HTTP status moves to the end
+// ("forced a server error (status 500)").
+func errorText(msg string) string {
+	msg = strings.TrimSpace(msg)
+	m := statusPrefix.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+		Message string `json:"message"`
+	}
+	text := m[2]
+	if json.Unmarshal([]byte(text), &body) == nil {
+		text = cmp.Or(body.Error.Message, cmp.Or(body.Message, text))
+	}
+	return text + " (status " + m[1] + ")"
+}
+
+// turnError classifies a failed turn by the provider's HTTP status when
+// errorText found one, then by the message's words.
+func turnError(msg string) error {
+	status := 0
+	if m := statusSuffix.FindStringSubmatch(msg); m != nil {
+		status, _ = strconv.Atoi(m[1])
+	}
+	return &engine.Error{Kind: kindOf(status, msg), Msg: msg}
+}
+
+// kindOf maps an HTTP status and a message to an error kind.
+func kindOf(status int, msg string) events.ErrorKind {
+	switch {
+	case status == 401 || status == 403:
+		return events.KindAuth
+	case status == 429:
+		return events.KindRateLimited
+	case status == 404:
+		return events.KindModelUnavailable
+	case status >= 500:
+		return events.KindProvider
+	case status >= 400:
+		return events.KindInvalidRequest
+	}
+	m := strings.ToLower(msg)
+	switch {
+	case engine.ContainsAny(m, "invalid api key", "invalid x-api-key", "authentication", "unauthorized", "no api key"):
+		return events.KindAuth
+	case engine.ContainsAny(m, "rate limit", "rate_limit", "overloaded"):
+		return events.KindRateLimited
+	case strings.Contains(m, "model") && engine.ContainsAny(m, "not found", "does not exist", "not supported"):
+		return events.KindModelUnavailable
+	}
+	return events.KindProvider
+}
+
+// exitError classifies a pi process that died: its stderr says why when it
+// can; otherwise it crashed.
+func exitError(waitErr error, stderr string) error {
+	last := engine.LastLine(stderr)
+	code := -1
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		code = ee.ExitCode()
+	}
+	msg := fmt.Sprintf("pi exited (status %d)", code)
+	if last != "" {
+		msg += ": " + last
+	}
+	return &engine.Error{Kind: events.KindCrashed, Msg: msg, Err: waitErr}
+}
+
+// commandError is a command pi refused.
+func commandError(command, msg string) error {
+	kind := events.KindInvalidRequest
+	if command == "set_model" {
+		kind = events.KindModelUnavailable
+	}
+	return &engine.Error{Kind: kind, Msg: fmt.Sprintf("pi %s: %s", command, msg)}
+}

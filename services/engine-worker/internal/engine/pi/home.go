@@ -1,0 +1,155 @@
+package pi
+
+import (
+	"bytes"
+	"cmp"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// keyEnv is the variable models.json names as the API key: the key itself
+// never lands on disk.
+const keyEnv = "CLOPEN_PI_API_KEY"
+
+// defaultPath is the PATH of the CLI when the worker has none (pi runs on
+// the node it finds there).
+const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+
+//go:embed extension/clopen.ts
+var extensionSource []byte
+
+// home is the on-disk state of one (tenant, account): HOME, pi's agent
+// dir (PI_CODING_AGENT_DIR: models.json, AGENTS.md, skills), the sessions
+// of each project, and Clopen's extension.
+type home struct {
+	dir      string
+	agentDir string
+}
+
+// newHome lays out the state of an instance under root: root/<tenant>/<account>.
+// configDir, when set, is the worker's isolated config dir for the instance
+// (where the artifacts render AGENTS.md, skills and prompts for pi) and
+// becomes the agent dir.
+func newHome(root, tenant, account, configDir string) home {
+	dir := filepath.Join(root, pathToken(tenant, "_"), pathToken(account, "default"))
+	h := home{dir: dir, agentDir: filepath.Join(dir, "agent")}
+	if configDir != "" {
+		h.agentDir = configDir
+	}
+	return h
+}
+
+// sessions is the sessions dir of a project: resuming finds sessions of
+// the same project only.
+func (h home) sessions(project string) string {
+	return filepath.Join(h.dir, "sessions", pathToken(project, "_"))
+}
+
+func (h home) extension() string { return filepath.Join(h.dir, "extension", "clopen.ts") }
+
+// prepare creates the dirs and writes models.json and the extension.
+func (h home) prepare(cred Credential, model, project string) error {
+	for _, d := range []string{h.dir, h.agentDir, h.sessions(project), filepath.Dir(h.extension())} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("pi state dir: %w", err)
+		}
+	}
+	if err := h.writeModels(cred, model); err != nil {
+		return err
+	}
+	return writeIfChanged(h.extension(), extensionSource)
+}
+
+// writeModels writes the agent dir's models.json (see modelsJSON).
+func (h home) writeModels(cred Credential, model string) error {
+	if err := os.MkdirAll(h.agentDir, 0o700); err != nil {
+		return fmt.Errorf("pi state dir: %w", err)
+	}
+	return writeIfChanged(filepath.Join(h.agentDir, "models.json"), modelsJSON(cred, model))
+}
+
+// modelsJSON points pi at the account's provider: the built-in Anthropic
+// provider (catalog and prices kept) at the credential's base URL, or a
+// Chat Completions provider of Clopen's own that serves model.
+func modelsJSON(cred Credential, model string) []byte {
+	p := map[string]any{"apiKey": keyEnv}
+	if cred.BaseURL != "" {
+		p["baseUrl"] = strings.TrimRight(cred.BaseURL, "/")
+	}
+	if cred.API == APIOpenAICompletions {
+		p["api"] = APIOpenAICompletions
+		if cred.BaseURL == "" {
+			p["baseUrl"] = "https://api.openai.com/v1"
+		}
+		p["models"] = []any{map[string]any{"id": model, "reasoning": true}}
+	}
+	b, _ := json.MarshalIndent(map[string]any{"providers": map[string]any{cred.provider(): p}}, "", "  ")
+	return append(b, '\n')
+}
+
+// environ is pi's whole environment. Nothing of the worker's own
+// environment passes but PATH, LANG and TMPDIR.
+func (h home) environ(cred Credential) []string {
+	return []string{
+		"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath),
+		"HOME=" + h.dir,
+		"PI_CODING_AGENT_DIR=" + h.agentDir,
+		"PI_OFFLINE=1", // no version checks, no package fetches
+		"LANG=" + cmp.Or(os.Getenv("LANG"), "C.UTF-8"),
+		"TMPDIR=" + os.TempDir(),
+		"NO_COLOR=1",
+		keyEnv + "=" + cred.APIKey,
+	}
+}
+
+// writeIfChanged writes data to path atomically, unless it is there already.
+func writeIfChanged(path string, data []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".clopen-*.tmp")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
+
+// findSession returns the file of session id in dir: pi names them
+// <timestamp>_<id>.jsonl.
+func findSession(dir, id string) (string, bool) {
+	if id == "" || strings.ContainsAny(id, `/\*?[`) {
+		return "", false
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "*_"+id+".jsonl"))
+	if len(matches) == 0 {
+		return "", false
+	}
+	return matches[len(matches)-1], true
+}
+
+// pathToken makes s safe as one path element.
+func pathToken(s, empty string) string {
+	if s == "" {
+		return empty
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			return r
+		}
+		return '_'
+	}, strings.ReplaceAll(s, "..", "__"))
+}

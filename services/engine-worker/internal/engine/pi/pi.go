@@ -1,0 +1,267 @@
+// Package pi drives the pi coding agent (@mariozechner/pi-coding-agent) in
+// its RPC mode: JSON commands on stdin, events on stdout, one process per
+// chat, kept warm between the chat's turns.
+//
+// A turn puts pi on a session (new_session; a resume clones the session it
+// resumes, after switch_session when pi is elsewhere, so every turn reports
+// a new session and the resumed one stays as it was), sets the model and
+// thinking level, sends the prompt and converts the events until
+// agent_end. Sessions live per project under the instance's state dir.
+//
+// pi has no permission system and no question tool; Clopen's extension
+// (extension/clopen.ts, loaded with -e) adds both over the RPC mode's
+// extension UI dialogs: every tool call waits for Interaction.Permit, and
+// an AskUserQuestion tool asks Interaction.AskUser. An interrupt is pi's
+// abort (the session stays usable); a cancel aborts and stops the process
+// group. pi has no MCP client (by design); the extension connects the
+// request's MCP servers (streamable HTTP) and offers their tools as
+// mcp__<server>__<tool>.
+package pi
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// Defaults of Config.
+const (
+	DefaultIdleTimeout    = 5 * time.Minute
+	DefaultKillGrace      = 2 * time.Second
+	DefaultInterruptGrace = 10 * time.Second
+	DefaultCancelGrace    = 250 * time.Millisecond
+)
+
+// Config configures the adapter.
+type Config struct {
+	// Bin is the pi executable of the pinned install.
+	Bin string
+	// StateDir holds each instance's HOME, agent dir and sessions:
+	// StateDir/<tenant>/<account>. A request's ConfigDir, when set, is the
+	// agent dir instead.
+	StateDir string
+	// Credentials gives each process its credentials; required.
+	Credentials Credentials
+	// Wrap prefixes the command line, e.g. a namespace launcher in tests.
+	Wrap []string
+	// Retry keeps pi's automatic retry of failed model calls (overloaded,
+	// rate limited, 5xx) on.
+	Retry bool
+	// IdleTimeout retires a process its chat has not used this long: 0
+	// means DefaultIdleTimeout; a negative value turns warm processes off.
+	IdleTimeout time.Duration
+	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
+	// process group; 0 means DefaultKillGrace.
+	KillGrace time.Duration
+	// InterruptGrace is how long an interrupted turn waits for pi to end it
+	// before the process is stopped; 0 means DefaultInterruptGrace.
+	InterruptGrace time.Duration
+	// CancelGrace is how long a cancelled turn's pi gets, after the abort,
+	// before its group is stopped; 0 means DefaultCancelGrace.
+	CancelGrace time.Duration
+	// Logger gets the adapter's diagnostics; nil discards them.
+	Logger *slog.Logger
+	// Tap, when set, sees every line written to (sent) or read from a
+	// process, for recording transcripts. It must not block.
+	Tap func(sent bool, line []byte)
+}
+
+// Engine is the pi adapter for one (tenant, account). Run is safe for
+// concurrent use; each chat has its own process.
+type Engine struct {
+	cfg Config
+	key engine.Key
+	log *slog.Logger
+
+	procs *engine.Procs[*conn] // busy and warm
+
+	mu      sync.Mutex
+	version string
+	stats   Stats
+	unknown sync.Map // event types logged as unknown (once each)
+}
+
+// Stats counts what an instance did with its processes.
+type Stats struct {
+	Started  int // processes started
+	WarmHits int // turns that ran on a warm process
+}
+
+var (
+	_ engine.Engine    = (*Engine)(nil)
+	_ engine.Versioned = (*Engine)(nil)
+	_ engine.Disposer  = (*Engine)(nil)
+)
+
+// New returns the adapter instance of key.
+func New(cfg Config, key engine.Key) *Engine {
+	if cfg.IdleTimeout == 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.KillGrace <= 0 {
+		cfg.KillGrace = DefaultKillGrace
+	}
+	if cfg.InterruptGrace <= 0 {
+		cfg.InterruptGrace = DefaultInterruptGrace
+	}
+	if cfg.CancelGrace <= 0 {
+		cfg.CancelGrace = DefaultCancelGrace
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{cfg: cfg, key: key, log: log.With("engine", events.EnginePi, "tenant", key.Tenant),
+		procs: engine.NewProcs[*conn](cfg.IdleTimeout)}
+}
+
+// Type reports events.EnginePi.
+func (e *Engine) Type() events.EngineType { return events.EnginePi }
+
+// Stats returns the instance's counters, for tests and metrics.
+func (e *Engine) Stats() Stats {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stats
+}
+
+// Version runs `pi --version` once and reports its version number.
+func (e *Engine) Version(ctx context.Context) (string, error) {
+	e.mu.Lock()
+	v := e.version
+	e.mu.Unlock()
+	if v != "" {
+		return v, nil
+	}
+	v, err := ReadVersion(ctx, e.cfg.Bin)
+	if err != nil {
+		return "", err
+	}
+	e.mu.Lock()
+	e.version = v
+	e.mu.Unlock()
+	return v, nil
+}
+
+// ReadVersion runs `bin --version`, which prints "0.73.1" (on stderr).
+func ReadVersion(ctx context.Context, bin string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "--version")
+	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath), "HOME=" + os.TempDir(), "PI_OFFLINE=1"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("pi --version: %v", err), Err: err}
+	}
+	f := strings.Fields(string(out))
+	if len(f) == 0 {
+		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: "pi --version printed nothing"}
+	}
+	return f[len(f)-1], nil
+}
+
+// Run runs one turn; see the package doc. It returns nil when the turn
+// ended with a result (interrupted ones included), the classified error of
+// a failed turn or a dead process, or the cancel cause after a cancel.
+func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) error {
+	cred, err := e.cfg.Credentials.Credential(ctx, e.key.Tenant, e.key.Account)
+	if err != nil {
+		return err
+	}
+	model := cmp.Or(req.Model, DefaultModel)
+	h := newHome(e.cfg.StateDir, e.key.Tenant, e.key.Account, req.ConfigDir)
+	if err := h.prepare(cred, model, req.ProjectID); err != nil {
+		return err
+	}
+	spec := strings.Join([]string{cred.fingerprint(), h.agentDir, req.ProjectID, req.Workspace,
+		mcpFingerprint(req.MCPServers), string(policyJSON(req))}, "\x00")
+	if cred.API == APIOpenAICompletions {
+		spec += "\x00" + model // models.json lists the model
+	}
+	warm := e.cfg.IdleTimeout > 0 && !req.Ephemeral
+	var c *conn
+	if warm {
+		// Sessions live in files, not in the process: the turn clones the
+		// session it resumes (switching to it first when pi is on another),
+		// so the chat's warm pi, started the same way (credentials, agent
+		// dir, project, workspace, MCP servers, policy), only skips pi's
+		// start-up of about a second.
+		if idle, ok := e.procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
+			c = idle
+			e.mu.Lock()
+			e.stats.WarmHits++
+			e.mu.Unlock()
+		}
+	}
+	if c == nil {
+		if c, err = e.start(ctx, h, cred, model, req, spec); err != nil {
+			return err
+		}
+	}
+	e.procs.Use(c)
+	t := &turn{c: c, req: req, emit: emit, log: e.log.With("run_id", req.RunID), cfg: &e.cfg, unknown: &e.unknown,
+		model: model, provider: cred.provider(), sessions: h.sessions(req.ProjectID)}
+	reusable, err := t.run(ctx)
+	e.procs.Release(c, req.SessionID, reusable && warm)
+	return err
+}
+
+// start starts pi in the workspace with Clopen's extension and the
+// project's sessions dir (no session at all for an ephemeral turn).
+func (e *Engine) start(ctx context.Context, h home, cred Credential, model string, req engine.Request, spec string) (*conn, error) {
+	sessions := []string{"--session-dir", h.sessions(req.ProjectID)}
+	if req.Ephemeral {
+		sessions = []string{"--no-session"}
+	}
+	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin, "--mode", "rpc"), sessions...)
+	argv = append(argv, "-e", h.extension(), "--provider", cred.provider(), "--model", model)
+	env := append(h.environ(cred), "CLOPEN_PI_POLICY="+string(policyJSON(req)))
+	list, status, err := h.mcpFiles(req.MCPServers)
+	if err != nil {
+		return nil, fmt.Errorf("pi MCP servers: %w", err)
+	}
+	if list != "" {
+		env = append(env, "CLOPEN_PI_MCP="+list, "CLOPEN_PI_MCP_STATUS="+status)
+		defer os.Remove(status)
+	}
+	c, err := startConn(argv, env, req.Workspace, e.cfg.KillGrace, e.cfg.Tap)
+	if err != nil {
+		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start pi: " + err.Error(), Err: err}
+	}
+	c.spec = spec
+	e.mu.Lock()
+	e.stats.Started++
+	e.mu.Unlock()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
+	defer cancel()
+	if _, err := c.call(sctx, map[string]any{"type": "set_auto_retry", "enabled": e.cfg.Retry}); err != nil {
+		c.Stop(context.Background())
+		if err == errClosed {
+			return nil, exitError(c.Err(), c.Stderr())
+		}
+		return nil, &engine.Error{Kind: events.KindCrashed, Msg: "start pi: " + err.Error(), Err: err}
+	}
+	c.mcp = mcpStatus(req.MCPServers, status)
+	return c, nil
+}
+
+// Warm reports how many warm processs the instance holds.
+func (e *Engine) Warm() int { return e.procs.Warm() }
+
+// Dispose stops every process of the instance, busy or warm, and waits
+// for them (or ctx).
+func (e *Engine) Dispose(ctx context.Context) error { return e.procs.Dispose(ctx) }
+
+// policyJSON is the run's permission policy as the extension reads it.
+func policyJSON(req engine.Request) []byte {
+	return mustJSON(map[string][]string{"allowed": req.Allowed, "denied": req.Denied})
+}

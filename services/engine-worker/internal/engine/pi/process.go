@@ -1,0 +1,108 @@
+package pi
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// errClosed fails the commands in flight when pi is gone.
+var errClosed = errors.New("pi closed its output")
+
+// conn is one `pi --mode rpc` process. Responses go to the command that
+// waits for them (by id); events and extension UI requests pile up in an
+// unbounded queue that the turn in progress drains.
+type conn struct {
+	*engine.Child
+	queue *engine.Queue[Event]
+
+	nextID  atomic.Int64
+	pmu     sync.Mutex
+	pending map[string]chan Event
+
+	spec    string // how it was started: a warm one is reused only for the same
+	started time.Time
+	session string             // the session pi is on after a turn ("" while fresh)
+	fresh   bool               // no turn has run: pi is on the empty session it started with
+	mcp     []events.MCPServer // how the extension fared with the MCP servers
+}
+
+// startConn starts argv in dir with env. grace is how long the group gets
+// between SIGTERM and SIGKILL.
+func startConn(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte)) (*conn, error) {
+	c := &conn{queue: engine.NewQueue[Event](), pending: map[string]chan Event{}, started: time.Now(), fresh: true}
+	child, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
+		Line: c.route, Closed: c.queue.Close})
+	if err != nil {
+		return nil, err
+	}
+	c.Child = child
+	return c, nil
+}
+
+// route sends a stdout line to where it belongs: a response to its
+// command, the rest to the queue. Lines that are not JSON are dropped.
+func (c *conn) route(line []byte) {
+	ev, err := DecodeLine(line)
+	switch {
+	case err != nil:
+	case ev.Type == "response" && ev.ID != "":
+		c.deliver(ev)
+	default:
+		c.queue.Push(ev)
+	}
+}
+
+func (c *conn) deliver(ev Event) {
+	c.pmu.Lock()
+	ch := c.pending[ev.ID]
+	delete(c.pending, ev.ID)
+	c.pmu.Unlock()
+	if ch != nil {
+		ch <- ev
+	}
+}
+
+// call sends a command and waits for its response; a response with
+// success false is an error.
+func (c *conn) call(ctx context.Context, command map[string]any) (json.RawMessage, error) {
+	id := "c" + strconv.FormatInt(c.nextID.Add(1), 10)
+	ch := make(chan Event, 1)
+	c.pmu.Lock()
+	c.pending[id] = ch
+	c.pmu.Unlock()
+	defer func() {
+		c.pmu.Lock()
+		delete(c.pending, id)
+		c.pmu.Unlock()
+	}()
+	command["id"] = id
+	if err := c.Send(command); err != nil {
+		return nil, err
+	}
+	select {
+	case ev := <-ch:
+		if ev.Success != nil && !*ev.Success {
+			return nil, commandError(ev.Command, cmp.Or(ev.Error, "refused"))
+		}
+		return ev.Data, nil
+	case <-c.Done():
+		return nil, errClosed
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// uiRespond answers an extension UI dialog.
+func (c *conn) uiRespond(id string, fields map[string]any) error {
+	fields["type"], fields["id"] = "extension_ui_response", id
+	return c.Send(fields)
+}

@@ -1,0 +1,245 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/natstrace"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+var tracer = otel.Tracer("clopen.dev/services/engine-worker")
+
+// handle runs one job from claim to ack. The order at the end matters:
+// terminal event (acknowledged by JetStream), then the lease is deleted, then
+// the job is acked — so a run is never left without an owner and without a
+// terminal event at the same time.
+func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
+	var job events.Job
+	if err := json.Unmarshal(msg.Data(), &job); err != nil {
+		w.log.Error("poison job dropped", "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return
+	}
+	if err := job.Validate(); err != nil {
+		w.log.Error("poison job dropped", "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return
+	}
+	log := w.log.With("run_id", job.RunID, "tenant", job.Tenant, "engine", job.Engine)
+	ctx := natstrace.Extract(runsCtx, msg.Headers())
+
+	if flag, ok := w.flag(ctx, job.RunID); ok && (flag.Verb == events.VerbAbandon || flag.Verb == events.VerbCancel) {
+		// streammgr already ended this run (cancelled while queued, or lost).
+		log.InfoContext(ctx, "job dropped: run already ended", "flag", flag.Verb)
+		_ = msg.Ack()
+		return
+	}
+	owner, _ := json.Marshal(events.RunOwner{Worker: w.cfg.ID, Tenant: job.Tenant, ClaimedAt: time.Now().UTC()})
+	epoch, err := w.owners.Create(ctx, job.RunID, owner)
+	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) {
+			// Someone still holds the lease; try again once it may have lapsed.
+			_ = msg.NakWithDelay(LeaseTTL)
+			return
+		}
+		log.ErrorContext(ctx, "claim run", "err", err)
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+
+	ctx, span := tracer.Start(ctx, "run "+string(job.Engine), trace.WithAttributes(
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.request.model", job.Model),
+		attribute.String("gen_ai.conversation.id", job.SessionID),
+		attribute.String("clopen.run_id", job.RunID),
+		attribute.Int64("clopen.epoch", int64(epoch))))
+	defer span.End()
+	h := nats.Header{}
+	natstrace.Inject(ctx, h)
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	r := &run{job: job, epoch: epoch, msg: msg, ctx: runCtx, cancel: cancel, state: events.RunClaimed}
+	r.rev.Store(epoch)
+	r.renewedAt.Store(time.Now().UnixNano())
+	base := events.Envelope{Tenant: job.Tenant, Run: job.RunID, Session: job.SessionID, Epoch: epoch,
+		TraceParent: h.Get(events.HeaderTraceParent)}
+	if r.pub, err = newPublisher(w.js, base, w.cfg.Coalesce, &r.fenced); err != nil {
+		log.ErrorContext(ctx, "publisher", "err", err)
+		_ = msg.Term()
+		return
+	}
+	w.register(r)
+	defer w.unregister(r)
+	engineAttr := metric.WithAttributes(attribute.String("engine", string(job.Engine)))
+	runsActive.Add(ctx, 1, engineAttr)
+	defer runsActive.Add(context.WithoutCancel(ctx), -1, engineAttr)
+	claimedAt := time.Now()
+	r.pub.onPublish = func(o events.Output, first bool) {
+		eventsPublished.Add(ctx, 1, engineAttr)
+		if first {
+			firstOutput.Record(ctx, time.Since(claimedAt).Seconds(), engineAttr)
+		}
+	}
+
+	state, reason, errMsg, kind := w.execute(runCtx, r, log)
+	if !r.fenced.Load() {
+		final := events.RunState{State: state, Reason: reason, Error: errMsg, ErrorKind: kind}
+		if err := r.pub.emit(final); err != nil {
+			log.ErrorContext(ctx, "publish terminal event", "err", err)
+		}
+	}
+	closeCtx, cancelClose := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancelClose()
+	if err := r.pub.close(closeCtx); err != nil {
+		// The terminal event may not be stored: keep the lease so the reaper,
+		// not a silent success, decides the run's fate once it lapses.
+		log.ErrorContext(ctx, "flush run events", "err", err)
+		_ = msg.Ack()
+		return
+	}
+	if !r.fenced.Load() {
+		r.released.Store(true)
+		if err := w.owners.Delete(closeCtx, job.RunID, jetstream.LastRevision(r.rev.Load())); err != nil {
+			log.WarnContext(ctx, "release lease", "err", err)
+		}
+	}
+	_ = msg.Ack()
+	span.SetAttributes(attribute.String("clopen.run_state", string(state)))
+	runsFinished.Add(ctx, 1, metric.WithAttributes(attribute.String("engine", string(job.Engine)), attribute.String("state", string(state))))
+}
+
+// execute runs the engine and decides the run's terminal state.
+func (w *Worker) execute(ctx context.Context, r *run, log interface {
+	ErrorContext(context.Context, string, ...any)
+}) (events.RunStateName, string, string, events.ErrorKind) {
+	job := r.job
+	if err := r.setState(events.RunClaimed, w.cfg.ID); err != nil {
+		return events.RunFailed, "", err.Error(), events.KindInternal
+	}
+	workspace, err := w.workspace(job)
+	if err != nil {
+		return events.RunFailed, "", err.Error(), events.KindInternal
+	}
+	// The artifacts plan goes into the engine's config dir before the engine
+	// instance is acquired, so a fresh instance starts on it.
+	prep, err := w.prepare(ctx, r)
+	if err != nil {
+		return events.RunFailed, "", err.Error(), events.KindInternal
+	}
+	eng, release, err := w.pool.Acquire(ctx, engine.Key{Engine: job.Engine, Tenant: job.Tenant, Account: job.AccountID})
+	if err != nil {
+		return events.RunFailed, "", err.Error(), engine.KindOf(err)
+	}
+	defer release()
+	// The effort is clamped to the model before the engine starts, and the
+	// clamped one is what the run reports and its messages are stamped with.
+	effort := w.clampEffort(ctx, job)
+	if err := r.setRunning(prep.revision, effort); err != nil {
+		return events.RunFailed, "", err.Error(), events.KindInternal
+	}
+	req := engine.Request{Tenant: job.Tenant, RunID: job.RunID, SessionID: job.SessionID, ProjectID: job.ProjectID,
+		Workspace: workspace, ConfigDir: prep.configDir, Prompt: prep.prompt, Model: job.Model, Provider: job.Provider,
+		AccountID: job.AccountID, Effort: deref(effort, job.Effort), ResumeSessionID: job.ResumeSessionID, Interaction: r,
+		Allowed: r.policy.Allow, Denied: r.policy.Deny}
+	runErr := eng.Run(ctx, req, r.emit)
+	cause := context.Cause(ctx)
+	if ctx.Err() == nil {
+		cause = nil
+	}
+	r.mu.Lock()
+	res := r.result
+	r.mu.Unlock()
+	switch {
+	case errors.Is(cause, engine.ErrCancelled):
+		return events.RunCancelled, "cancelled by user", "", ""
+	case errors.Is(cause, errShutdown):
+		return events.RunCancelled, "worker shutting down", "", ""
+	case errors.Is(cause, engine.ErrInterrupted):
+		return events.RunCompleted, "interrupted", "", ""
+	case errors.Is(cause, errLeaseLost):
+		return events.RunLost, "lease lost", "", ""
+	case runErr != nil:
+		if !errors.Is(runErr, ErrFenced) {
+			log.ErrorContext(ctx, "engine run", "err", runErr)
+		}
+		return events.RunFailed, "", runErr.Error(), engine.KindOf(runErr)
+	case res == nil:
+		return events.RunFailed, "", "the engine ended the turn without a result", events.KindCrashed
+	case res.IsError():
+		return events.RunFailed, "", strings.Join(res.Errors, "; "), events.KindProvider
+	}
+	return events.RunCompleted, "", "", ""
+}
+
+// workspace returns the run's working directory, creating it.
+func (w *Worker) workspace(job events.Job) (string, error) {
+	dir := filepath.Join(w.cfg.Workspaces, job.Tenant, job.ProjectID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	return dir, nil
+}
+
+func (w *Worker) register(r *run) {
+	subject, _ := events.ControlWildcard(r.job.RunID)
+	sub, err := w.nc.ChanSubscribe(subject, w.ctl)
+	if err != nil {
+		w.log.Error("subscribe control", "run_id", r.job.RunID, "err", err)
+	}
+	r.sub = sub
+	w.mu.Lock()
+	w.runs[r.job.RunID] = r
+	w.mu.Unlock()
+}
+
+func (w *Worker) unregister(r *run) {
+	if r.sub != nil {
+		_ = r.sub.Unsubscribe()
+	}
+	w.mu.Lock()
+	delete(w.runs, r.job.RunID)
+	w.mu.Unlock()
+}
+
+func (w *Worker) lookup(runID string) *run {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.runs[runID]
+}
+
+// flag reads the durable control flag of a run, if any.
+func (w *Worker) flag(ctx context.Context, runID string) (events.RunFlag, bool) {
+	e, err := w.flags.Get(ctx, runID)
+	if err != nil {
+		return events.RunFlag{}, false
+	}
+	var f events.RunFlag
+	if json.Unmarshal(e.Value(), &f) != nil {
+		return events.RunFlag{}, false
+	}
+	return f, true
+}
+
+// deref returns *p, or def when p is nil.
+func deref(p *string, def string) string {
+	if p == nil {
+		return def
+	}
+	return *p
+}

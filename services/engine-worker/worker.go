@@ -1,0 +1,386 @@
+// Package worker is the engine worker: it pulls jobs for the engines it has,
+// owns each run it claims through a lease, drives the engine adapter,
+// publishes the run's events and obeys control messages addressed to it.
+// It holds no database connection.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"golang.org/x/sync/errgroup"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/health"
+	"clopen.dev/pkg/platform/natsx"
+	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/services/engine-worker/engines"
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/engine/scripted"
+)
+
+// Name is the service name on the bus and in logs.
+const Name = "engine-worker"
+
+// Config tunes a worker.
+type Config struct {
+	ID       string // unique per process; defaults to hostname-pid
+	Capacity int    // concurrent runs
+	Replicas int    // of the buckets it declares
+	// Workspaces is where runs work: <Workspaces>/<tenant>/<project>.
+	Workspaces string
+	// EngineConfig holds the isolated engine config dirs the artifacts plans
+	// are applied to: <EngineConfig>/<tenant>/<engine>/<account>. Empty means
+	// <Workspaces>/../engine-config.
+	EngineConfig string
+	// Coalesce is the text-delta coalescing window; 0 publishes every delta.
+	Coalesce time.Duration
+	// ShutdownGrace is how long a stopping worker lets interrupted runs end
+	// before it cancels them.
+	ShutdownGrace time.Duration
+	// ScenarioDir holds extra scenarios for the scripted engine.
+	ScenarioDir string
+}
+
+// DefaultConfig returns the configuration `clopen dev` uses.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	return Config{
+		ID:            fmt.Sprintf("%s-%d", host, os.Getpid()),
+		Capacity:      16,
+		Replicas:      1,
+		Workspaces:    filepath.Join(os.TempDir(), "clopen-workspaces"),
+		Coalesce:      30 * time.Millisecond,
+		ShutdownGrace: 3 * time.Second,
+	}
+}
+
+// Deps are the connections the worker runs on; the caller owns them.
+type Deps struct {
+	NATS *nats.Conn
+	// Control, when set, carries the control plane (leases, heartbeats,
+	// control requests) apart from the event publications on NATS, so a
+	// flood of events never delays a lease renewal. Nil means NATS.
+	Control *nats.Conn
+	Logger  *slog.Logger
+	Health  *health.Registry
+	// Engines are the adapters this worker offers besides the scripted
+	// engine, which every worker has (an entry for it replaces it). Build
+	// them with engines.Available, which offers only the ready ones.
+	Engines map[events.EngineType]engine.Factory
+	// Versions are the installed versions of Engines where already known
+	// (engines.Offer returns them); the worker asks the others' adapters.
+	Versions map[events.EngineType]string
+}
+
+// Worker runs jobs. Build one with New; Run serves until ctx ends.
+type Worker struct {
+	cfg    Config
+	nc     *nats.Conn          // control plane: leases, heartbeats, control requests
+	bus    *nats.Conn          // events, and the engine endpoints (catalogs, generation)
+	js     jetstream.JetStream // event publications
+	cjs    jetstream.JetStream // control plane
+	log    *slog.Logger
+	health *health.Registry
+	pool   *engine.Pool
+
+	owners, flags, beats jetstream.KeyValue
+	slots                chan struct{}
+	started              time.Time
+	versions             map[events.EngineType]string
+	known                map[events.EngineType]string // Deps.Versions
+
+	catalogs catalogCache
+
+	mu   sync.Mutex
+	runs map[string]*run
+	ctl  chan *nats.Msg // control requests of every run this worker owns
+}
+
+// New prepares a worker; nothing runs until Run.
+func New(cfg Config, d Deps) (*Worker, error) {
+	if cfg.Capacity < 1 {
+		return nil, fmt.Errorf("worker capacity %d: want at least 1", cfg.Capacity)
+	}
+	if err := events.ValidToken(cfg.ID); err != nil {
+		return nil, fmt.Errorf("worker id: %w", err)
+	}
+	if cfg.EngineConfig == "" {
+		cfg.EngineConfig = filepath.Join(filepath.Dir(filepath.Clean(cfg.Workspaces)), "engine-config")
+	}
+	// A publication lost in flight (its server died) must fail, to be sent
+	// again under the same Msg-Id, rather than wait forever.
+	js, err := jetstream.New(d.NATS, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(3*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	control := d.Control
+	if control == nil {
+		control = d.NATS
+	}
+	cjs, err := jetstream.New(control)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	factories := maps.Clone(d.Engines)
+	if factories == nil {
+		factories = map[events.EngineType]engine.Factory{}
+	}
+	if _, ok := factories[events.EngineScripted]; !ok {
+		lib, err := scripted.LoadLibrary(cfg.ScenarioDir)
+		if err != nil {
+			return nil, err
+		}
+		eng := scripted.New(lib)
+		factories[events.EngineScripted] = func(context.Context, engine.Key) (engine.Engine, error) { return eng, nil }
+	}
+	return &Worker{cfg: cfg, nc: control, bus: d.NATS, js: js, cjs: cjs, log: d.Logger, health: d.Health, pool: engine.NewPool(factories),
+		slots: make(chan struct{}, cfg.Capacity), runs: map[string]*run{}, ctl: make(chan *nats.Msg, 1024),
+		versions: map[events.EngineType]string{}, known: maps.Clone(d.Versions)}, nil
+}
+
+// Run serves until ctx ends, then stops pulling, interrupts its runs, cancels
+// those still going after the grace period, and returns once every run has
+// published its terminal event.
+func (w *Worker) Run(ctx context.Context) error {
+	w.started = time.Now()
+	if err := DeclareBuckets(ctx, w.cjs, w.cfg.Replicas); err != nil {
+		return err
+	}
+	var err error
+	if w.owners, err = w.cjs.KeyValue(ctx, events.BucketRunOwner); err != nil {
+		return err
+	}
+	if w.beats, err = w.cjs.KeyValue(ctx, events.BucketWorkers); err != nil {
+		return err
+	}
+	if w.flags, err = natsx.WaitKV(ctx, w.cjs, events.BucketRunCtl); err != nil {
+		return err
+	}
+	jobs, err := natsx.WaitStream(ctx, w.js, events.StreamJobs)
+	if err != nil {
+		return err
+	}
+	consumers, err := w.consumers(ctx, jobs)
+	if err != nil {
+		return err
+	}
+	w.health.Add(Name, func(context.Context) error {
+		if !w.nc.IsConnected() {
+			return errors.New("nats not connected")
+		}
+		return nil
+	})
+	defer w.health.Remove(Name)
+
+	// Pulling stops when ctx ends; runs keep their own context so they can be
+	// stopped in order below.
+	runsCtx, stopRuns := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer stopRuns(errShutdown)
+	var runWG sync.WaitGroup
+	g, gctx := errgroup.WithContext(ctx)
+	for typ, c := range consumers {
+		g.Go(func() error { return w.pull(gctx, runsCtx, &runWG, typ, c) })
+	}
+	g.Go(func() error { return w.control(gctx) })
+	g.Go(func() error { return w.maintain(gctx) })
+	g.Go(func() error { return w.watchFlags(gctx) })
+	g.Go(func() error { return w.watchArtifacts(gctx) })
+	g.Go(func() error { return w.serveEngines(gctx) })
+	w.log.InfoContext(ctx, "engine worker ready", "worker_id", w.cfg.ID, "capacity", w.cfg.Capacity, "engines", w.versions)
+	err = g.Wait()
+
+	w.drain(&runWG)
+	w.pool.Dispose(context.Background())
+	if derr := w.beats.Delete(context.Background(), w.cfg.ID); derr != nil && !errors.Is(derr, jetstream.ErrKeyNotFound) {
+		w.log.Warn("delete heartbeat", "err", derr)
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// versionTimeout bounds how long an engine may take to report its version
+// at start; one that hangs is not offered rather than holding up the rest.
+const versionTimeout = 60 * time.Second
+
+// consumers creates the job consumer of each engine this worker offers and
+// records the engine's version; an engine that cannot report one is not
+// offered (its jobs wait for a worker that has it). The versions are asked
+// for all at once: each may start a CLI, and one after another they would
+// keep a worker with many engines from serving for tens of seconds.
+func (w *Worker) consumers(ctx context.Context, jobs jetstream.Stream) (map[events.EngineType]jetstream.Consumer, error) {
+	types := w.pool.Types()
+	versions := make([]string, len(types))
+	errs := make([]error, len(types))
+	var wg sync.WaitGroup
+	for i, typ := range types {
+		wg.Go(func() {
+			vctx, cancel := context.WithTimeout(ctx, versionTimeout)
+			defer cancel()
+			versions[i], errs[i] = w.version(vctx, typ)
+		})
+	}
+	wg.Wait()
+	out := map[events.EngineType]jetstream.Consumer{}
+	for i, typ := range types {
+		version, err := versions[i], errs[i]
+		if err != nil {
+			w.log.WarnContext(ctx, "engine not offered", "engine", typ, "err", err)
+			continue
+		}
+		subject, err := events.JobSubject(string(typ))
+		if err != nil {
+			return nil, err
+		}
+		c, err := jobs.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+			Durable:       "engine-" + string(typ),
+			Description:   "jobs for " + string(typ) + " workers",
+			FilterSubject: subject,
+			AckPolicy:     jetstream.AckExplicitPolicy,
+			AckWait:       30 * time.Second,
+			MaxDeliver:    10,
+			BackOff:       nil,
+			MaxAckPending: 100_000,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("job consumer for %s: %w", typ, err)
+		}
+		w.versions[typ] = version
+		out[typ] = c
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no engine is ready on this worker")
+	}
+	return out, nil
+}
+
+func (w *Worker) version(ctx context.Context, typ events.EngineType) (string, error) {
+	eng, release, err := w.pool.Acquire(ctx, engine.Key{Engine: typ})
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	if v := w.known[typ]; v != "" {
+		return v, nil
+	}
+	if v, ok := eng.(engine.Versioned); ok {
+		return v.Version(ctx)
+	}
+	return "unknown", nil
+}
+
+// pull fetches jobs of one engine, one at a time, only while a slot is free.
+func (w *Worker) pull(ctx, runsCtx context.Context, wg *sync.WaitGroup, typ events.EngineType, c jetstream.Consumer) error {
+	for {
+		select {
+		case w.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		batch, err := c.Fetch(1, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			<-w.slots
+			if ctx.Err() != nil {
+				return nil
+			}
+			w.log.WarnContext(ctx, "fetch job", "engine", typ, "err", err)
+			time.Sleep(250 * time.Millisecond)
+			continue
+		}
+		started := false
+		for msg := range batch.Messages() {
+			started = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-w.slots }()
+				w.handle(runsCtx, msg)
+			}()
+		}
+		if !started {
+			<-w.slots
+		}
+	}
+}
+
+// drain stops every run: interrupt first, cancel after the grace period.
+func (w *Worker) drain(wg *sync.WaitGroup) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	w.each(func(r *run) { r.cancel(engine.ErrInterrupted) })
+	select {
+	case <-done:
+		return
+	case <-time.After(w.cfg.ShutdownGrace):
+	}
+	w.each(func(r *run) { r.cancel(errShutdown) })
+	select {
+	case <-done:
+	case <-time.After(w.cfg.ShutdownGrace):
+		w.log.Error("runs still going after shutdown grace", "runs", w.count())
+	}
+}
+
+func (w *Worker) each(f func(*run)) {
+	w.mu.Lock()
+	rs := make([]*run, 0, len(w.runs))
+	for _, r := range w.runs {
+		rs = append(rs, r)
+	}
+	w.mu.Unlock()
+	for _, r := range rs {
+		f(r)
+	}
+}
+
+func (w *Worker) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.runs)
+}
+
+// Serve runs the worker as its own process, configured from the environment
+// (CLOPEN_WORKER_CAPACITY, CLOPEN_WORKSPACES, CLOPEN_SCENARIOS), offering
+// the installed engines that are ready (CLOPEN_DATA, CLOPEN_ENGINES_DIR,
+// credentials and CLOPEN_LLM_BASE_URL; see package engines).
+func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	p, closeAll, err := servekit.Start(ctx, getenv, stderr, servekit.Options{Name: Name})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	cfg, err := ConfigFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	setup := engines.SetupFromEnv(engines.DefaultDataDir(getenv), getenv, p.Logger)
+	// A second connection for the control plane (see Deps.Control).
+	url := getenv(servekit.EnvNATSURL)
+	if url == "" {
+		url = "nats://127.0.0.1:4222"
+	}
+	control, err := natsx.Connect(url, "clopen-engine-worker-control", p.Logger)
+	if err != nil {
+		return err
+	}
+	defer control.Close()
+	setup.Accounts = ArtifactAccounts(p.NATS)
+	offered, versions := engines.Offer(ctx, setup)
+	w, err := New(cfg, Deps{NATS: p.NATS, Control: control, Logger: p.Logger, Health: p.Health, Engines: offered, Versions: versions})
+	if err != nil {
+		return err
+	}
+	return w.Run(ctx)
+}

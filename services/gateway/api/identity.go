@@ -1,0 +1,153 @@
+// Package api holds the gateway's REST wire types: the request and response
+// bodies of every /v1 route. The server decodes and encodes exactly these
+// types, the OpenAPI document is generated from them, and the Go client
+// (package client) speaks them, so the three cannot disagree. Chat sessions,
+// messages and runs travel as the pkg/events types streammgr defines, and
+// skills, subagents, layers, profiles and accounts as those artifacts
+// defines.
+package api
+
+import "time"
+
+// Roles of a user in its tenant.
+const (
+	RoleAdmin  = "admin"  // sees and manages every project, user and key of the tenant
+	RoleMember = "member" // sees the projects it is a member of and its own keys
+)
+
+// Roles of a user in a project.
+const (
+	ProjectOwner  = "owner"  // may rename or delete the project and manage its members
+	ProjectMember = "member" // may use the project's chat sessions
+)
+
+// Tenant is an isolated organisation: nothing of one tenant is visible to
+// another.
+type Tenant struct {
+	ID        string    `json:"id"`
+	Slug      string    `json:"slug"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// User is a person (or a robot) of a tenant.
+type User struct {
+	ID        string    `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"` // admin | member
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Me is who the request's API key belongs to.
+type Me struct {
+	User   User   `json:"user"`
+	Tenant Tenant `json:"tenant"`
+}
+
+// Users lists a tenant's users.
+type Users struct {
+	Users []User `json:"users"`
+}
+
+// CreateUser adds a user to the caller's tenant (admins only).
+type CreateUser struct {
+	Email string `json:"email"`
+	Name  string `json:"name"`
+	Role  string `json:"role,omitempty"` // admin | member (default)
+}
+
+// APIKey describes an API key; the secret is never part of it.
+type APIKey struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"` // the first 12 characters of the key, to recognise it
+	UserID     string     `json:"userId"`
+	CreatedAt  time.Time  `json:"createdAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+}
+
+// APIKeys lists API keys.
+type APIKeys struct {
+	APIKeys []APIKey `json:"apiKeys"`
+}
+
+// CreateAPIKey mints a key. UserID names another user of the tenant (admins
+// only); empty means the caller.
+type CreateAPIKey struct {
+	Name      string     `json:"name"`
+	UserID    string     `json:"userId,omitempty"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+}
+
+// NewAPIKey is a freshly minted key. Key is the secret, shown this once and
+// never stored.
+type NewAPIKey struct {
+	APIKey
+	Key string `json:"key"`
+}
+
+// Project groups chat sessions and the people who may use them.
+// DefaultProfileID mirrors the project's default profile, which artifacts
+// holds and runs use (GET /v1/projects/{id}/default-profile reads it there).
+type Project struct {
+	ID               string    `json:"id"`
+	Name             string    `json:"name"`
+	DefaultProfileID string    `json:"defaultProfileId,omitempty"`
+	CreatedBy        string    `json:"createdBy,omitempty"`
+	CreatedAt        time.Time `json:"createdAt"`
+	// Role is the caller's role in the project; empty for an admin who is
+	// not a member.
+	Role string `json:"role,omitempty"`
+}
+
+// Projects lists the projects the caller may see.
+type Projects struct {
+	Projects []Project `json:"projects"`
+}
+
+// CreateProject creates a project; its creator becomes its owner.
+type CreateProject struct {
+	Name string `json:"name"`
+}
+
+// UpdateProject changes a project; nil leaves a field alone.
+type UpdateProject struct {
+	Name             *string `json:"name,omitempty"`
+	DefaultProfileID *string `json:"defaultProfileId,omitempty"` // "" clears it; set in artifacts first
+}
+
+// Member is a user's membership of a project.
+type Member struct {
+	UserID   string    `json:"userId"`
+	Email    string    `json:"email"`
+	Name     string    `json:"name"`
+	Role     string    `json:"role"` // owner | member
+	JoinedAt time.Time `json:"joinedAt"`
+}
+
+// Members lists a project's members.
+type Members struct {
+	Members []Member `json:"members"`
+}
+
+// AddMember adds a user of the tenant to a project, or changes its role.
+type AddMember struct {
+	UserID string `json:"userId"`
+	Role   string `json:"role,omitempty"` // owner | member (default)
+}
+
+// Error is the body of every error response.
+type Error struct {
+	Error ErrorDetail `json:"error"`
+}
+
+// ErrorDetail says what went wrong: a stable code (invalid_request,
+// unauthorized, forbidden, not_found, conflict, too_large, rate_limited,
+// unavailable, timeout, internal) and a message for people.
+type ErrorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}

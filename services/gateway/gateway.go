@@ -1,0 +1,186 @@
+// Package gateway is Clopen's only public entry: REST and WebSocket,
+// authentication, tenancy and rate limits. It is stateless; any replica
+// serves any client.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+
+	"clopen.dev/pkg/platform/health"
+	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/services/gateway/internal/artifacts"
+	"clopen.dev/services/gateway/internal/auth"
+	"clopen.dev/services/gateway/internal/chats"
+	"clopen.dev/services/gateway/internal/engines"
+	"clopen.dev/services/gateway/internal/httpapi"
+	"clopen.dev/services/gateway/internal/identity"
+	"clopen.dev/services/gateway/internal/live"
+)
+
+// Name is the service name on the bus and in logs.
+const Name = "gateway"
+
+// Config tunes the gateway. Zero values take DefaultConfig's.
+type Config struct {
+	Addr string // HTTP listen address
+
+	MaxBodyBytes   int64   // REST request bodies; larger is 413 too_large
+	MaxPromptBytes int     // the text of one prompt (REST or WebSocket); larger is 413 too_large
+	RateLimit      float64 // requests (and WebSocket frames) per second per API key
+	RateBurst      int     // requests a key may make at once
+
+	WSReadLimit    int64         // largest WebSocket client frame
+	WSQueueSize    int           // outbound frames queued per connection before it is a slow consumer
+	WSSlowGrace    time.Duration // how long a full queue may stay full
+	WSWriteTimeout time.Duration // bound on writing one frame
+	WSPingInterval time.Duration // keepalive
+	// WSOrigins lists browser origins, besides the gateway's own host, that
+	// may open a WebSocket (host patterns, as websocket.AcceptOptions).
+	WSOrigins []string
+
+	ShutdownGrace time.Duration // how long clients get to leave after bye
+}
+
+// DefaultConfig returns the configuration `clopen dev` uses.
+func DefaultConfig() Config {
+	h, w := httpapi.DefaultConfig(), live.DefaultConfig()
+	a := auth.DefaultConfig()
+	return Config{
+		Addr:         "127.0.0.1:8420",
+		MaxBodyBytes: h.MaxBodyBytes, MaxPromptBytes: h.MaxPromptBytes,
+		RateLimit: a.Rate, RateBurst: a.Burst,
+		WSReadLimit: w.ReadLimit, WSQueueSize: w.QueueSize, WSSlowGrace: w.SlowGrace,
+		WSWriteTimeout: w.WriteTimeout, WSPingInterval: w.PingInterval,
+		ShutdownGrace: 2 * time.Second,
+	}
+}
+
+// Deps are the connections the gateway runs on; the caller owns them.
+type Deps struct {
+	NATS   *nats.Conn
+	DB     *pgxpool.Pool
+	Logger *slog.Logger
+	Health *health.Registry
+	// Listener, when set, is served instead of listening on Config.Addr
+	// (tests and `clopen dev` pass one to learn the port before Run starts).
+	Listener net.Listener
+	// Ready, when set, is called with the base URL once the gateway serves.
+	Ready func(url string)
+}
+
+// Run serves HTTP until ctx ends, then says bye to WebSocket clients and
+// shuts down gracefully.
+func Run(ctx context.Context, cfg Config, d Deps) error {
+	ln := d.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return fmt.Errorf("listen %s: %w", cfg.Addr, err)
+		}
+	}
+	store := identity.New(d.DB)
+	authn := auth.New(store, auth.Config{Rate: cfg.RateLimit, Burst: cfg.RateBurst}, d.Logger)
+	ch := chats.New(d.NATS, store)
+	arts := artifacts.New(d.NATS, store)
+	eng := engines.New(d.NATS, store)
+	hub, err := live.New(live.Config{
+		ReadLimit: cfg.WSReadLimit, QueueSize: cfg.WSQueueSize, SlowGrace: cfg.WSSlowGrace, WriteTimeout: cfg.WSWriteTimeout,
+		PingInterval: cfg.WSPingInterval, MaxPromptBytes: cfg.MaxPromptBytes, OriginPatterns: cfg.WSOrigins,
+	}, live.Deps{NATS: d.NATS, Chats: ch, Artifacts: arts, Engines: eng, Projects: store, Limiter: authn, Logger: d.Logger})
+	if err != nil {
+		return fmt.Errorf("websocket hub: %w", err)
+	}
+	rest := httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxPromptBytes: cfg.MaxPromptBytes}, httpapi.Deps{
+		Store: store, Auth: authn, Chats: ch, Artifacts: arts, Live: hub, Health: d.Health.Handler(), Logger: d.Logger,
+		Engines: eng,
+	})
+	srv := &http.Server{Handler: rest.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })
+	defer d.Health.Remove(Name)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	url := "http://" + ln.Addr().String()
+	d.Logger.InfoContext(ctx, "gateway listening", "url", url)
+	if d.Ready != nil {
+		d.Ready(url)
+	}
+	select {
+	case err := <-errc:
+		hub.Close(0)
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	grace := cfg.ShutdownGrace
+	if grace <= 0 {
+		grace = DefaultConfig().ShutdownGrace
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), grace+3*time.Second)
+	defer cancel()
+	// Shutdown stops new requests; WebSockets are hijacked, so the hub ends them.
+	err = srv.Shutdown(sctx)
+	hub.Close(grace)
+	<-errc
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// Serve runs the gateway as its own process, configured from the
+// environment: CLOPEN_HTTP_ADDR (listen address), CLOPEN_RATE_LIMIT and
+// CLOPEN_RATE_BURST (per-key budget), CLOPEN_WS_ORIGINS (comma-separated
+// browser origins allowed to open a WebSocket).
+func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg, err := configFromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	p, closeAll, err := servekit.Start(ctx, getenv, stderr, servekit.Options{Name: Name, Schema: &Schema})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	return Run(ctx, cfg, Deps{NATS: p.NATS, DB: p.DB, Logger: p.Logger, Health: p.Health})
+}
+
+func configFromEnv(getenv func(string) string) (Config, error) {
+	cfg := DefaultConfig()
+	if a := getenv("CLOPEN_HTTP_ADDR"); a != "" {
+		cfg.Addr = a
+	}
+	if v := getenv("CLOPEN_RATE_LIMIT"); v != "" {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return cfg, fmt.Errorf("CLOPEN_RATE_LIMIT: want a positive number, not %q", v)
+		}
+		cfg.RateLimit = f
+	}
+	if v := getenv("CLOPEN_RATE_BURST"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("CLOPEN_RATE_BURST: want a positive integer, not %q", v)
+		}
+		cfg.RateBurst = n
+	}
+	if v := getenv("CLOPEN_WS_ORIGINS"); v != "" {
+		for _, o := range strings.Split(v, ",") {
+			if o = strings.TrimSpace(o); o != "" {
+				cfg.WSOrigins = append(cfg.WSOrigins, o)
+			}
+		}
+	}
+	return cfg, nil
+}

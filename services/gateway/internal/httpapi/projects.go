@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"clopen.dev/services/gateway/api"
+	"clopen.dev/services/gateway/internal/apierr"
+	"clopen.dev/services/gateway/internal/identity"
+)
+
+func (s *Server) listProjects(ctx context.Context, _ *http.Request, p identity.Principal, _ none) (api.Projects, error) {
+	ps, err := s.store.ListProjects(ctx, p)
+	return api.Projects{Projects: ps}, err
+}
+
+func (s *Server) createProject(ctx context.Context, _ *http.Request, p identity.Principal, in api.CreateProject) (api.Project, error) {
+	return s.store.CreateProject(ctx, p, in)
+}
+
+func (s *Server) getProject(ctx context.Context, r *http.Request, p identity.Principal, _ none) (api.Project, error) {
+	return s.store.Project(ctx, p, r.PathValue("id"))
+}
+
+// updateProject sets a new default profile in artifacts first, where runs
+// read it, so the gateway's copy never names a profile artifacts refused.
+func (s *Server) updateProject(ctx context.Context, r *http.Request, p identity.Principal, in api.UpdateProject) (api.Project, error) {
+	if in.DefaultProfileID != nil {
+		trimmed := strings.TrimSpace(*in.DefaultProfileID)
+		if _, err := s.artifacts.SetDefaultProfile(ctx, p, r.PathValue("id"), trimmed); err != nil {
+			return api.Project{}, err
+		}
+		in.DefaultProfileID = &trimmed
+	}
+	return s.store.UpdateProject(ctx, p, r.PathValue("id"), in)
+}
+
+// deleteProject deletes the project's chat sessions in streammgr and its
+// artifact rows first, so nothing outlives its project; if either service
+// fails, the project stays and the deletion can be retried.
+func (s *Server) deleteProject(ctx context.Context, r *http.Request, p identity.Principal, _ none) (none, error) {
+	id := r.PathValue("id")
+	if _, err := s.store.ManagedProject(ctx, p, id); err != nil {
+		return none{}, err
+	}
+	deleted := map[string]bool{}
+	for {
+		sessions, err := s.chats.ListSessions(ctx, p, id, 100)
+		if err != nil {
+			return none{}, err
+		}
+		if len(sessions) == 0 {
+			break
+		}
+		for _, ss := range sessions {
+			if deleted[ss.ID] {
+				return none{}, apierr.New(apierr.ErrConflict, "session %s of project %s survived its deletion; try again", ss.ID, id)
+			}
+			if err := s.chats.DeleteSession(ctx, p, ss.ID); err != nil {
+				return none{}, err
+			}
+			deleted[ss.ID] = true
+		}
+	}
+	if err := s.artifacts.ForgetProject(ctx, p, id); err != nil {
+		return none{}, err
+	}
+	return none{}, s.store.DeleteProject(ctx, p, id)
+}
+
+func (s *Server) listMembers(ctx context.Context, r *http.Request, p identity.Principal, _ none) (api.Members, error) {
+	ms, err := s.store.ListMembers(ctx, p, r.PathValue("id"))
+	return api.Members{Members: ms}, err
+}
+
+func (s *Server) addMember(ctx context.Context, r *http.Request, p identity.Principal, in api.AddMember) (api.Member, error) {
+	return s.store.AddMember(ctx, p, r.PathValue("id"), in)
+}
+
+func (s *Server) removeMember(ctx context.Context, r *http.Request, p identity.Principal, _ none) (none, error) {
+	return none{}, s.store.RemoveMember(ctx, p, r.PathValue("id"), r.PathValue("userId"))
+}

@@ -1,0 +1,25 @@
+package streammgr
+
+import (
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/metric"
+)
+
+var meter = otel.Meter("clopen.dev/services/streammgr")
+
+// Instruments; without a configured meter provider they cost nothing.
+var (
+	batchLatency, _ = meter.Float64Histogram("clopen.streammgr.batch.duration",
+		metric.WithDescription("Postgres commit time of one batch of events"), metric.WithUnit("s"))
+	batchRows, _ = meter.Int64Histogram("clopen.streammgr.batch.events",
+		metric.WithDescription("events per committed batch"))
+	runsEnded, _ = meter.Int64Counter("clopen.streammgr.runs.ended",
+		metric.WithDescription("runs that reached a terminal state, by state"))
+	runsLost, _ = meter.Int64Counter("clopen.streammgr.runs.lost",
+		metric.WithDescription("runs whose worker vanished"))
+	eventsRouted, _ = meter.Int64Counter("clopen.streammgr.events.routed",
+		metric.WithDescription("engine events routed, by output type"))
+	commitLag, _ = meter.Float64Histogram("clopen.streammgr.commit.lag",
+		metric.WithDescription("from the worker emitting an event to its batch committing in Postgres"), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
+)

@@ -1,0 +1,139 @@
+// Package streammgr owns chat sessions, their messages, runs and the event
+// log. It starts turns, consumes every engine event in order, persists it
+// idempotently, routes it into chat events for clients, drives the run state
+// machine and reaps lost runs.
+package streammgr
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+	"golang.org/x/sync/errgroup"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/health"
+	"clopen.dev/pkg/platform/natsx"
+	"clopen.dev/pkg/platform/servekit"
+)
+
+// Name is the service name on the bus and in logs.
+const Name = "streammgr"
+
+// Config tunes streammgr.
+type Config struct {
+	Streams StreamSettings
+	// MaxPromptBytes limits a prompt's text and attachments.
+	MaxPromptBytes int
+	// AckWait is how long an event may stay unacknowledged before JetStream
+	// redelivers it (after a crash of the instance that had it).
+	AckWait time.Duration
+	// SweepEvery is how often unfinished runs are checked against leases.
+	SweepEvery time.Duration
+	// LeaseGrace is how long after its claim a run may lack a lease before
+	// the sweeper declares it lost (the watcher usually does it sooner).
+	LeaseGrace time.Duration
+	// RepublishAfter is how long a dispatched run may stay unclaimed before
+	// its job is published again.
+	RepublishAfter time.Duration
+	// Writers is how many transactions write the event log at once. Each
+	// session belongs to one writer, so a session's events commit in order;
+	// sessions commit in parallel, overlapping Postgres round trips and WAL
+	// flushes. Each writer holds a pool connection while it commits.
+	Writers int
+}
+
+// DefaultConfig returns the configuration `clopen dev` uses.
+func DefaultConfig() Config {
+	return Config{Streams: DefaultStreamSettings(), MaxPromptBytes: 256 << 10, AckWait: 10 * time.Second,
+		SweepEvery: 10 * time.Second, LeaseGrace: 20 * time.Second, RepublishAfter: 30 * time.Second, Writers: 2}
+}
+
+// Deps are the connections streammgr runs on; the caller owns them.
+type Deps struct {
+	NATS   *nats.Conn
+	DB     *pgxpool.Pool
+	Logger *slog.Logger
+	Health *health.Registry
+}
+
+// Run serves until ctx ends, then stops its endpoints and consumers.
+func Run(ctx context.Context, cfg Config, d Deps) error {
+	js, err := jetstream.New(d.NATS, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(3*time.Second))
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	if err := DeclareStreams(ctx, js, cfg.Streams); err != nil {
+		return err
+	}
+	m := &Manager{cfg: cfg, db: d.DB, nc: d.NATS, js: js, log: d.Logger}
+	m.pipe = newPipeline(m)
+	if m.flags, err = js.KeyValue(ctx, events.BucketRunCtl); err != nil {
+		return err
+	}
+	s, err := micro.AddService(d.NATS, micro.Config{Name: Name, Version: "0.1.0",
+		Description: "chat sessions, runs and the event log"})
+	if err != nil {
+		return fmt.Errorf("add micro service: %w", err)
+	}
+	defer func() { _ = s.Stop() }()
+	if err := m.endpoints(s); err != nil {
+		return err
+	}
+	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })
+	defer d.Health.Remove(Name)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return m.pipe.run(gctx) })
+	for _, writes := range m.pipe.writes {
+		g.Go(func() error { return m.pipe.writeLoop(gctx, writes) })
+	}
+	g.Go(func() error {
+		// The workers declare their buckets; streammgr serves without them
+		// and starts reaping once they exist.
+		owners, err := natsx.WaitKV(gctx, js, events.BucketRunOwner)
+		if err != nil {
+			return nil // ctx ended
+		}
+		workers, err := natsx.WaitKV(gctx, js, events.BucketWorkers)
+		if err != nil {
+			return nil
+		}
+		m.setBuckets(owners, workers)
+		return m.reap(gctx)
+	})
+	d.Logger.InfoContext(ctx, "streammgr ready")
+	return g.Wait()
+}
+
+// Serve runs streammgr as its own process, configured from the environment.
+func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	p, closeAll, err := servekit.Start(ctx, getenv, stderr, servekit.Options{Name: Name, Schema: &Schema})
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	cfg := DefaultConfig()
+	if v := getenv("CLOPEN_STREAM_REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5 {
+			return fmt.Errorf("CLOPEN_STREAM_REPLICAS=%q: want 1 to 5", v)
+		}
+		cfg.Streams.Replicas = n
+	}
+	if v := getenv("CLOPEN_STREAMMGR_WRITERS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 64 {
+			return fmt.Errorf("CLOPEN_STREAMMGR_WRITERS=%q: want 1 to 64", v)
+		}
+		cfg.Writers = n
+	}
+	return Run(ctx, cfg, Deps{NATS: p.NATS, DB: p.DB, Logger: p.Logger, Health: p.Health})
+}
