@@ -80,14 +80,31 @@ echo "packages passed: $ran"
 
 step "fuzz targets (${fuzztime} each)"
 # Every Fuzz* function in the workspace, run briefly on top of its committed corpus.
+# A failure prints the fuzzer's own report. A crash always leaves its input in
+# testdata/fuzz/<target>/ (commit it: it becomes a regression seed). A run
+# that fails without naming an input (the fuzzing engine lost a worker) is
+# run once more, and a second failure is final.
+fuzzlog=$(mktemp)
+fuzz_once() { # dir target
+  (cd "$1" && go test -run='^$' -fuzz="^$2\$" -fuzztime="$fuzztime" . >"$fuzzlog" 2>&1)
+}
 grep -rl --include='*_test.go' '^func Fuzz' $modules | while read -r f; do
   dir=$(dirname "$f")
   for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
     echo "-- $target ($dir)"
-    (cd "$dir" && go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzztime" . >/dev/null) \
-      || { echo "fuzz target $target failed"; exit 1; }
+    fuzz_once "$dir" "$target" && continue
+    tail -n 60 "$fuzzlog"
+    if grep -q 'Failing input written to' "$fuzzlog"; then
+      input=$(grep -o 'testdata/fuzz/[^ ]*' "$fuzzlog" | head -n 1)
+      echo "the failing input, $input:"; head -c 4000 "$dir/$input"; echo
+      echo "fuzz target $target failed; reproduce with: cd $dir && go test -run=$target"
+      exit 1
+    fi
+    echo "-- $target failed without a failing input; running it once more"
+    fuzz_once "$dir" "$target" || { tail -n 60 "$fuzzlog"; echo "fuzz target $target failed"; exit 1; }
   done
 done
+rm -f "$fuzzlog"
 
 step "GOWORK=off build of every module"
 for m in $modules; do (cd "$m" && GOWORK=off go build ./...) || { echo "build of $m failed"; exit 1; }; done
