@@ -80,28 +80,40 @@ echo "packages passed: $ran"
 
 step "fuzz targets (${fuzztime} each)"
 # Every Fuzz* function in the workspace, run briefly on top of its committed corpus.
-# A failure prints the fuzzer's own report. A crash always leaves its input in
-# testdata/fuzz/<target>/ (commit it: it becomes a regression seed). A run
-# that fails without naming an input (the fuzzing engine lost a worker) is
-# run once more, and a second failure is final.
+# A failure prints the fuzzer's report. Go's fuzzing engine also fails on its
+# own (a run ending at -fuzztime mid-exec: "context deadline exceeded"; a
+# worker stalled by a busy machine: "hung or terminated unexpectedly"), so a
+# failure counts when its input reproduces it: a crash's input, written to
+# testdata/fuzz/<target>/, is run again as a plain test and kept (commit it:
+# it becomes a regression seed). A failure that names no input, or whose
+# input passes when run again, is fuzzed once more, and a second failure is final.
 fuzzlog=$(mktemp)
 fuzz_once() { # dir target
   (cd "$1" && go test -run='^$' -fuzz="^$2\$" -fuzztime="$fuzztime" . >"$fuzzlog" 2>&1)
+}
+fuzz_failed() { # dir target: report the failure; true if its input reproduces it
+  tail -n 60 "$fuzzlog"
+  input=$(grep -o 'testdata/fuzz/[^ ]*' "$fuzzlog" | head -n 1)
+  [ -n "$input" ] || return 1
+  echo "the failing input, $input:"; head -c 4000 "$1/$input"; echo
+  if (cd "$1" && go test -count=1 -run="^$2\$/^${input##*/}\$" . >/dev/null 2>&1); then
+    echo "-- the input passes when run again: not a reproducible failure"
+    rm -f "$1/$input"
+    return 1
+  fi
+  echo "fuzz target $2 failed; reproduce with: cd $1 && go test -run=$2/${input##*/}"
 }
 grep -rl --include='*_test.go' '^func Fuzz' $modules | while read -r f; do
   dir=$(dirname "$f")
   for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
     echo "-- $target ($dir)"
     fuzz_once "$dir" "$target" && continue
-    tail -n 60 "$fuzzlog"
-    if grep -q 'Failing input written to' "$fuzzlog"; then
-      input=$(grep -o 'testdata/fuzz/[^ ]*' "$fuzzlog" | head -n 1)
-      echo "the failing input, $input:"; head -c 4000 "$dir/$input"; echo
-      echo "fuzz target $target failed; reproduce with: cd $dir && go test -run=$target"
-      exit 1
-    fi
-    echo "-- $target failed without a failing input; running it once more"
-    fuzz_once "$dir" "$target" || { tail -n 60 "$fuzzlog"; echo "fuzz target $target failed"; exit 1; }
+    fuzz_failed "$dir" "$target" && exit 1
+    echo "-- $target: fuzzing once more"
+    fuzz_once "$dir" "$target" && continue
+    fuzz_failed "$dir" "$target" || true
+    echo "fuzz target $target failed twice"
+    exit 1
   done
 done
 rm -f "$fuzzlog"
