@@ -282,8 +282,12 @@ func (w *Worker) version(ctx context.Context, typ events.EngineType) (string, er
 }
 
 // pull fetches jobs of one engine, one at a time, only while a slot is free.
+// Once ctx ends it returns after the fetch in flight, within a second. That
+// fetch is not abandoned: the server could still hand it a job, which would
+// then wait out the AckWait. A job that comes back after ctx ended is handed
+// back (Nak) for another worker to take at once.
 func (w *Worker) pull(ctx, runsCtx context.Context, wg *sync.WaitGroup, typ events.EngineType, c jetstream.Consumer) error {
-	for {
+	for ctx.Err() == nil {
 		select {
 		case w.slots <- struct{}{}:
 		case <-ctx.Done():
@@ -301,6 +305,10 @@ func (w *Worker) pull(ctx, runsCtx context.Context, wg *sync.WaitGroup, typ even
 		}
 		started := false
 		for msg := range batch.Messages() {
+			if ctx.Err() != nil {
+				_ = msg.Nak()
+				continue
+			}
 			started = true
 			wg.Add(1)
 			go func() {
@@ -313,6 +321,7 @@ func (w *Worker) pull(ctx, runsCtx context.Context, wg *sync.WaitGroup, typ even
 			<-w.slots
 		}
 	}
+	return nil
 }
 
 // drain stops every run: interrupt first, cancel after the grace period.
