@@ -238,3 +238,42 @@ func TestTenancyLists(t *testing.T) {
 
 func apiCreateKeyFor(user string) api.CreateAPIKey { return api.CreateAPIKey{Name: "x", UserID: user} }
 func apiAddMember(user string) api.AddMember       { return api.AddMember{UserID: user} }
+
+// The gateway remembers which project a session is in, so that a send,
+// cancel, interrupt or answer needs no lookup in streammgr first; access to
+// the project is still checked on every call. A member removed from the
+// project is refused at once although the gateway knows the session from
+// the member's own calls, and another tenant naming the session is refused
+// as before.
+func TestRemovedMemberLosesTheSessionAtOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	a := e.newTenant(t, "acme") // a.member created the session and sent to it
+	b := e.newTenant(t, "bolt")
+	ctx := context.Background()
+	if _, err := a.member.c.Cancel(ctx, a.session.ID, a.runID); err != nil {
+		t.Fatalf("the member cancels in its project: %v", err)
+	}
+	for _, intruder := range []actor{b.admin, a.outsider} {
+		_, err := intruder.c.Cancel(ctx, a.session.ID, a.runID)
+		wantStatus(t, intruder.user.Email+" cancels", err, http.StatusNotFound)
+	}
+	if err := a.admin.c.RemoveMember(ctx, a.project.ID, a.member.user.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.stub.takeCalls()
+	_, err := a.member.c.Cancel(ctx, a.session.ID, a.runID)
+	wantStatus(t, "the removed member cancels", err, http.StatusNotFound)
+	_, err = a.member.c.Interrupt(ctx, a.session.ID, a.runID)
+	wantStatus(t, "the removed member interrupts", err, http.StatusNotFound)
+	_, err = a.member.c.Answer(ctx, a.session.ID, api.Answer{RunID: a.runID, ToolUseID: "toolu_1", Decision: "allow"})
+	wantStatus(t, "the removed member answers", err, http.StatusNotFound)
+	_, err = a.member.c.SendMessage(ctx, a.session.ID, api.SendMessage{Text: "still here?"})
+	wantStatus(t, "the removed member sends", err, http.StatusNotFound)
+	for _, c := range e.stub.takeCalls() {
+		// The session's project is known: not even a lookup reaches streammgr.
+		t.Errorf("streammgr got %s from the removed member; the gateway must refuse first", c.op)
+	}
+	if _, err := a.admin.c.Cancel(ctx, a.session.ID, a.runID); err != nil {
+		t.Errorf("the tenant's admin still cancels: %v", err)
+	}
+}

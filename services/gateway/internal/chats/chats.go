@@ -34,6 +34,7 @@ type Projects interface {
 type Chats struct {
 	nc       *nats.Conn
 	projects Projects
+	homes    homes
 }
 
 // New returns a Chats calling streammgr over nc.
@@ -72,7 +73,21 @@ func (c *Chats) Session(ctx context.Context, p identity.Principal, id string) (e
 	if err := c.canUse(ctx, p, s.ProjectID, "session", id); err != nil {
 		return events.Session{}, err
 	}
+	c.homes.put(p.TenantID, id, s.ProjectID)
 	return s, nil
+}
+
+// access checks that p may act on session: against its project when the
+// gateway knows which one that is (see homes), else by fetching the session.
+func (c *Chats) access(ctx context.Context, p identity.Principal, session string) error {
+	if err := checkID("session", session); err != nil {
+		return err
+	}
+	if project, ok := c.homes.get(p.TenantID, session); ok {
+		return c.canUse(ctx, p, project, "session", session)
+	}
+	_, err := c.Session(ctx, p, session)
+	return err
 }
 
 // Run returns run id if p may use its project.
@@ -121,6 +136,9 @@ func (c *Chats) CreateSession(ctx context.Context, p identity.Principal, project
 	var s events.Session
 	err := c.call(ctx, events.OpSessionCreate, events.SessionCreate{Caller: p.Caller(), ProjectID: project,
 		Title: in.Title, Engine: in.Engine, Model: in.Model, Effort: in.Effort, ProfileID: in.ProfileID}, &s)
+	if err == nil {
+		c.homes.put(p.TenantID, s.ID, s.ProjectID)
+	}
 	return s, err
 }
 
@@ -145,7 +163,11 @@ func (c *Chats) DeleteSession(ctx context.Context, p identity.Principal, id stri
 	if _, err := c.Session(ctx, p, id); err != nil {
 		return err
 	}
-	return c.call(ctx, events.OpSessionDelete, events.SessionRef{Caller: p.Caller(), SessionID: id}, nil)
+	if err := c.call(ctx, events.OpSessionDelete, events.SessionRef{Caller: p.Caller(), SessionID: id}, nil); err != nil {
+		return err
+	}
+	c.homes.forget(p.TenantID, id)
+	return nil
 }
 
 // Messages pages through a session's saved messages.
@@ -191,13 +213,14 @@ func (c *Chats) Snapshot(ctx context.Context, p identity.Principal, id string) (
 	if err := c.canUse(ctx, p, s.Session.ProjectID, "session", id); err != nil {
 		return events.Snapshot{}, err
 	}
+	c.homes.put(p.TenantID, id, s.Session.ProjectID)
 	return s, nil
 }
 
 // Send starts a turn in a session (queued behind an active run).
 func (c *Chats) Send(ctx context.Context, p identity.Principal, t Turn) (events.StartTurnReply, error) {
 	var out events.StartTurnReply
-	if _, err := c.Session(ctx, p, t.SessionID); err != nil {
+	if err := c.access(ctx, p, t.SessionID); err != nil {
 		return out, err
 	}
 	req := t.StartTurnRequest
@@ -218,7 +241,7 @@ func (c *Chats) Interrupt(ctx context.Context, p identity.Principal, session, ru
 }
 
 func (c *Chats) control(ctx context.Context, p identity.Principal, op, session, runID string) (json.RawMessage, error) {
-	if _, err := c.Session(ctx, p, session); err != nil {
+	if err := c.access(ctx, p, session); err != nil {
 		return nil, err
 	}
 	if runID != "" && events.ValidToken(runID) != nil {
@@ -231,7 +254,7 @@ func (c *Chats) control(ctx context.Context, p identity.Principal, op, session, 
 
 // Answer answers a parked question or permission prompt of a session's run.
 func (c *Chats) Answer(ctx context.Context, p identity.Principal, session string, a api.Answer) (json.RawMessage, error) {
-	if _, err := c.Session(ctx, p, session); err != nil {
+	if err := c.access(ctx, p, session); err != nil {
 		return nil, err
 	}
 	if err := checkAnswer(a); err != nil {
