@@ -27,7 +27,9 @@ pg_answers() { # url
 }
 
 private_pid=""
+fuzzlog=""
 cleanup() {
+  if [ -n "$fuzzlog" ]; then rm -f "$fuzzlog"; fi
   if [ -n "$private_pid" ]; then
     kill -INT "$private_pid" 2>/dev/null || true
     wait "$private_pid" 2>/dev/null || true
@@ -116,7 +118,6 @@ grep -rl --include='*_test.go' '^func Fuzz' $modules | while read -r f; do
     exit 1
   done
 done
-rm -f "$fuzzlog"
 
 step "GOWORK=off build of every module"
 for m in $modules; do (cd "$m" && GOWORK=off go build ./...) || { echo "build of $m failed"; exit 1; }; done
