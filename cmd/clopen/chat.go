@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -16,9 +17,9 @@ import (
 	"clopen.dev/services/gateway/client"
 )
 
-// runChat is `clopen chat`: a terminal chat with a session, against
-// $CLOPEN_URL (default the `clopen dev` address) with $CLOPEN_API_KEY or the
-// key `clopen dev` wrote to the data dir.
+// runChat is `clopen chat`: a terminal chat with a session, against the
+// gateway chatURL names, with $CLOPEN_API_KEY or the key `clopen dev` wrote
+// to the data dir.
 func runChat(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("clopen chat", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -32,10 +33,7 @@ func runChat(ctx context.Context, args []string, getenv func(string) string, std
 		return err
 	}
 	fs.Visit(func(f *flag.Flag) { o.Pin = o.Pin || f.Name == "engine" || f.Name == "model" })
-	url := getenv("CLOPEN_URL")
-	if url == "" {
-		url = "http://" + gateway.DefaultConfig().Addr
-	}
+	url := chatURL(getenv)
 	key, err := chatKey(getenv)
 	if err != nil {
 		return err
@@ -74,6 +72,25 @@ func runChat(ctx context.Context, args []string, getenv func(string) string, std
 		return conn, nil
 	}
 	return chatcmd.Run(ctx, c, dial, o, os.Stdin, stdout, interrupts)
+}
+
+// chatURL is the gateway chat talks to: $CLOPEN_URL, else the address
+// `clopen dev` listens on, $CLOPEN_HTTP_ADDR (an address on every interface
+// is reached on loopback), else the default one.
+func chatURL(getenv func(string) string) string {
+	if url := getenv("CLOPEN_URL"); url != "" {
+		return strings.TrimRight(url, "/")
+	}
+	addr := getenv("CLOPEN_HTTP_ADDR")
+	if addr == "" {
+		addr = gateway.DefaultConfig().Addr
+	}
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
+	return "http://" + addr
 }
 
 // chatKey is $CLOPEN_API_KEY, else the key `clopen dev` keeps in the data

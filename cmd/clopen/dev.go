@@ -7,8 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"clopen.dev/cmd/clopen/internal/stack"
@@ -93,15 +97,12 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		ln.Close()
 		return err
 	}
-	adminAddr := getenv("CLOPEN_ADMIN_ADDR")
-	if adminAddr == "" {
-		adminAddr = "127.0.0.1:8421"
+	adminLine, stopAdmin, err := devAdmin(getenv, servekit.AdminHandler(st.Health, tel.Metrics), logger)
+	if err != nil {
+		_ = st.Stop()
+		return err
 	}
-	if stopAdmin, err := servekit.ServeAdmin(adminAddr, servekit.AdminHandler(st.Health, tel.Metrics), logger); err != nil {
-		logger.Warn("no admin listener (health and metrics)", "err", err)
-	} else {
-		defer stopAdmin()
-	}
+	defer stopAdmin()
 	keyFile := filepath.Join(dir, gateway.DevKeyFile)
 	if _, err := gateway.EnsureDevAccount(ctx, st.DB, keyFile); err != nil {
 		_ = st.Stop()
@@ -114,14 +115,62 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		_ = st.Stop()
 		return err
 	}
-	fmt.Fprintf(stdout, "Clopen is running at %s (ready in %.1fs)\n", st.URL, time.Since(began).Seconds())
-	fmt.Fprintf(stdout, "  data dir %s\n  NATS %s\n  health and metrics http://%s/readyz /metrics\n", dir, st.NATSURL, adminAddr)
+	exe, _ := os.Executable()
+	fmt.Fprintf(stdout, "Clopen is running at %s (%s)\n", st.URL, readyNote(time.Since(began), exe))
+	fmt.Fprintf(stdout, "  data dir %s\n  NATS %s\n  Postgres %s\n%s\n", dir, st.NATSURL, redacted(dbURL), adminLine)
 	fmt.Fprintf(stdout, "  API key (tenant dev, project default) in %s\n", keyFile)
 	fmt.Fprintf(stdout, "  try: go run ./cmd/clopen chat    (Ctrl-C stops Clopen)\n")
 	<-st.Done()
 	err = st.Err()
 	fmt.Fprintln(stdout, "Clopen stopped")
 	return err
+}
+
+// defaultAdminAddr is where `clopen dev` serves health and metrics unless
+// CLOPEN_ADMIN_ADDR says otherwise.
+const defaultAdminAddr = "127.0.0.1:8421"
+
+// devAdmin serves health and metrics on $CLOPEN_ADMIN_ADDR (default
+// defaultAdminAddr; "off" for none) and returns the banner's line about it
+// and the function that stops it. An address asked for that cannot be bound
+// is an error; the default one taken by another process is only said in the
+// line, since Clopen runs without it.
+func devAdmin(getenv func(string) string, h http.Handler, logger *slog.Logger) (line string, stop func(), err error) {
+	addr := getenv("CLOPEN_ADMIN_ADDR")
+	switch addr {
+	case "off":
+		return "  health and metrics: off (CLOPEN_ADMIN_ADDR=off)", func() {}, nil
+	case "":
+		stop, err := servekit.ServeAdmin(defaultAdminAddr, h, logger)
+		if err != nil {
+			return fmt.Sprintf("  health and metrics: not served, %v (set CLOPEN_ADMIN_ADDR to another address, or off)", err), func() {}, nil
+		}
+		return "  health and metrics http://" + defaultAdminAddr + "/readyz /metrics", stop, nil
+	}
+	stop, err = servekit.ServeAdmin(addr, h, logger)
+	if err != nil {
+		return "", nil, fmt.Errorf("%w (CLOPEN_ADMIN_ADDR; off for none)", err)
+	}
+	return "  health and metrics http://" + addr + "/readyz /metrics", stop, nil
+}
+
+// readyNote says how long the start took, from when the command began. Under
+// `go run` the build came first and is not in it, which the note says.
+func readyNote(took time.Duration, exe string) string {
+	note := fmt.Sprintf("started in %.1fs", took.Seconds())
+	if strings.Contains(filepath.ToSlash(exe), "/go-build") {
+		note += ", after the build `go run` did first"
+	}
+	return note
+}
+
+// redacted is a database URL without its password.
+func redacted(dbURL string) string {
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		return "(from DATABASE_URL)"
+	}
+	return u.Redacted()
 }
 
 func portFree(port int) bool {

@@ -44,6 +44,9 @@ func runEngines(ctx context.Context, args []string, getenv func(string) string, 
 	case "doctor":
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ENGINE\tSTATE\tINSTALLED\tREQUIRED\tNEXT STEP")
+		// The scripted engine is part of every worker, not installed.
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", events.EngineScripted, engines.Ready, "built-in", "-",
+			"built in and always offered: models scripted/<scenario>")
 		for _, st := range engines.Doctor(ctx, setup) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Engine, st.State, orDash(st.Installed), st.Required, st.Message)
 		}

@@ -20,6 +20,7 @@ func TestEnginesCommand(t *testing.T) {
 		{args: []string{"engines", "install"}, wantErr: "usage"},
 		{args: []string{"engines", "install", "vim"}, wantErr: `unknown engine "vim"; engines: claude-code`},
 		{args: []string{"engines", "frobnicate"}, wantErr: "usage"},
+		{args: []string{"engines", "doctor"}, want: "scripted     ready          built-in   -         built in and always offered: models scripted/<scenario>"},
 		{args: []string{"engines", "doctor"}, want: "claude-code  not-installed  -          2.1.332   claude-code is not installed in " + data + "/engines: run `clopen engines install claude-code`"},
 	}
 	for _, tt := range tests {

@@ -65,7 +65,9 @@ commands:
   dev [--fakellm]     run every service in one process (embedded NATS, Postgres from
                       DATABASE_URL or a private cluster under the data dir); the
                       worker offers every ready engine; --fakellm points them all
-                      at an in-process mock LLM
+                      at an in-process mock LLM; listens on $CLOPEN_HTTP_ADDR (default
+                      127.0.0.1:8420), health and metrics on $CLOPEN_ADMIN_ADDR
+                      (default 127.0.0.1:8421, off for none)
   serve <service>     run one service: gateway, streammgr, engine-worker, artifacts, mcp-bridge
   migrate             apply every service's database migrations (DATABASE_URL)
   postgres --dir D    run a private PostgreSQL cluster in the foreground
@@ -78,7 +80,8 @@ commands:
                       on loopback for running real agent CLIs without a provider
   admin <command>     operator commands on DATABASE_URL: create-tenant, create-user,
                       create-key, list-tenants, rotate-key (clopen admin help)
-  chat [flags]        chat with a session in the terminal ($CLOPEN_URL, $CLOPEN_API_KEY
-                      or the dev key; --project --session --new --engine --model)
+  chat [flags]        chat with a session in the terminal (gateway $CLOPEN_URL, else
+                      http://$CLOPEN_HTTP_ADDR; key $CLOPEN_API_KEY or the dev key;
+                      --project --session --new --engine --model)
 `)
 }

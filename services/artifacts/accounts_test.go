@@ -59,6 +59,18 @@ func TestAccountsOneActiveAndCredentialsWriteOnly(t *testing.T) {
 	if len(list) != 2 || active != 1 {
 		t.Errorf("after deleting the active account: %+v", list)
 	}
+	// A provider comes back as stored: created, with its active account and
+	// count, from a create and from an update alike.
+	if prov.CreatedAt.IsZero() || prov.Accounts != 0 {
+		t.Errorf("created provider = %+v; want its creation time, no accounts", prov)
+	}
+	var renamed events.Provider
+	upd := prov
+	upd.Name = "OpenAI EU"
+	e.must(events.OpProvidersPut, events.ProviderPut{Caller: c, Provider: upd}, &renamed)
+	if !renamed.CreatedAt.Equal(prov.CreatedAt) || renamed.Name != "OpenAI EU" || renamed.Accounts != 2 || renamed.ActiveID == "" {
+		t.Errorf("updated provider = %+v; want created %v, 2 accounts, one active", renamed, prov.CreatedAt)
+	}
 	// Renaming without a credential keeps it; an update names the account alone.
 	e.must(events.OpAccountsPut, events.AccountPut{Caller: c, Account: events.Account{ID: second.ID, Name: "renamed"}}, nil)
 	e.must(events.OpAccountsResolve, events.AccountResolve{Caller: c, Engine: events.EngineCodex, AccountID: second.ID}, &res)

@@ -224,12 +224,12 @@ func TestProvidersAndAccountsREST(t *testing.T) {
 	const secret = "sk-live-never-returned"
 
 	pr, err := adm.CreateProvider(ctx, api.ProviderInput{Engine: events.EngineClaudeCode, Slug: "anthropic", Name: "Anthropic"})
-	if err != nil || pr.ID == "" || !pr.Enabled {
-		t.Fatalf("CreateProvider = %+v, %v", pr, err)
+	if err != nil || pr.ID == "" || !pr.Enabled || pr.CreatedAt.IsZero() {
+		t.Fatalf("CreateProvider = %+v, %v; want an enabled provider with its creation time", pr, err)
 	}
 	off, err := adm.CreateProvider(ctx, api.ProviderInput{Engine: events.EngineCodex, Slug: "openai", Name: "OpenAI", Enabled: ptr(false)})
-	if err != nil || off.Enabled {
-		t.Errorf("CreateProvider disabled = %+v, %v", off, err)
+	if err != nil || off.Enabled || off.CreatedAt.IsZero() {
+		t.Errorf("CreateProvider disabled = %+v, %v; want it disabled, with its creation time", off, err)
 	}
 	_, err = adm.CreateProvider(ctx, api.ProviderInput{Engine: "nonsense", Slug: "x", Name: "X"})
 	wantStatus(t, "provider of an unknown engine", err, http.StatusBadRequest)
@@ -281,7 +281,7 @@ func TestProvidersAndAccountsREST(t *testing.T) {
 	// Replacing a provider keeps what its body does not say.
 	got, err := adm.ReplaceProvider(ctx, pr.ID, api.ProviderInput{Engine: events.EngineClaudeCode, Slug: "anthropic", Name: "Anthropic EU",
 		APIURL: "https://eu.example.test"})
-	if err != nil || got.Name != "Anthropic EU" || !got.Enabled || got.ActiveID != second.ID || got.Accounts != 2 {
+	if err != nil || got.Name != "Anthropic EU" || !got.Enabled || got.ActiveID != second.ID || got.Accounts != 2 || !got.CreatedAt.Equal(pr.CreatedAt) {
 		t.Errorf("ReplaceProvider = %+v, %v", got, err)
 	}
 	if err := adm.DeleteAccount(ctx, second.ID); err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/jsonnul"
 	"clopen.dev/pkg/platform/natstrace"
 )
 
@@ -105,7 +106,8 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 const MaxConcurrent = 64
 
 // Handler adapts a typed function to a micro endpoint: the request body is
-// decoded strictly into Req (an error names the problem), the function's
+// decoded strictly into Req (an error names the problem; a string holding
+// NUL, which Postgres cannot store, is refused naming its field), the function's
 // error is sent as an APIError (anything not already one becomes a 500 whose
 // detail is logged, not sent), and its result as JSON. Requests are served
 // concurrently, up to MaxConcurrent at a time.
@@ -128,6 +130,10 @@ func serveFunc[Req, Resp any](onInternal func(error), f func(ctx context.Context
 		dec := json.NewDecoder(bytesReader(r.Data()))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&req); err != nil {
+			respondErr(r, Invalid("decode request: %v", err))
+			return
+		}
+		if err := jsonnul.Check(r.Data()); err != nil {
 			respondErr(r, Invalid("decode request: %v", err))
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/nats-io/nats.go"
@@ -15,7 +16,8 @@ import (
 )
 
 type echoReq struct {
-	Name string `json:"name"`
+	Name string            `json:"name"`
+	Tags map[string]string `json:"tags,omitempty"`
 }
 type echoResp struct {
 	Greeting string `json:"greeting"`
@@ -65,6 +67,21 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 	err = svc.Call(ctx, nc, "svc.demo.echo", map[string]any{"name": "x", "extra": 1}, &resp)
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
 		t.Errorf("unknown field err = %v, want 400", err)
+	}
+	// Postgres cannot store NUL: refused before the function runs, naming
+	// the field, in a value or a key of any depth.
+	for _, give := range []struct {
+		req       any
+		wantField string
+	}{
+		{echoReq{Name: "a\x00b"}, "name"},
+		{echoReq{Name: "x", Tags: map[string]string{"k\x00": "v"}}, `tags: key "k\x00"`},
+	} {
+		err = svc.Call(ctx, nc, "svc.demo.echo", give.req, &resp)
+		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || apiErr.Code != "invalid_request" ||
+			!strings.Contains(apiErr.Message, give.wantField+": a string may not contain the NUL character") {
+			t.Errorf("NUL in %+v: err = %v, want 400 invalid_request naming %s", give.req, err, give.wantField)
+		}
 	}
 	err = svc.Call(ctx, nc, "svc.nobody.home", echoReq{Name: "x"}, &resp)
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || !errors.Is(err, nats.ErrNoResponders) {

@@ -81,8 +81,16 @@ type chat struct {
 // Run chats until the input ends, the user types /quit, or an interrupt
 // arrives at the prompt. Each value on interrupts is one Ctrl-C.
 func Run(ctx context.Context, a API, dial Dialer, opts Options, in io.Reader, out io.Writer, interrupts <-chan struct{}) error {
-	c := &chat{api: a, dial: dial, opts: opts, out: &screen{w: out}, runs: map[string]bool{},
-		tools: map[string]events.ToolUseBlock{}, shown: map[string]bool{}, now: time.Now}
+	return newChat(a, dial, opts, out, time.Now).run(ctx, in, interrupts)
+}
+
+// newChat is a chat reading the time from now.
+func newChat(a API, dial Dialer, opts Options, out io.Writer, now func() time.Time) *chat {
+	return &chat{api: a, dial: dial, opts: opts, out: &screen{w: out}, runs: map[string]bool{},
+		tools: map[string]events.ToolUseBlock{}, shown: map[string]bool{}, now: now}
+}
+
+func (c *chat) run(ctx context.Context, in io.Reader, interrupts <-chan struct{}) error {
 	if err := c.pickSession(ctx); err != nil {
 		return err
 	}
@@ -136,11 +144,10 @@ func Run(ctx context.Context, a API, dial Dialer, opts Options, in io.Reader, ou
 				return nil
 			}
 		case <-interrupts:
-			if !c.busy() {
+			if c.onInterrupt(ctx) {
 				c.out.endLine()
 				return nil
 			}
-			c.onInterrupt(ctx)
 		case f, ok := <-c.conn.Frames():
 			if ok && f.Type != events.WSFrameBye {
 				redials = 0
@@ -257,22 +264,34 @@ func (c *chat) onLine(ctx context.Context, line string) (quit bool, err error) {
 		return false, err
 	}
 	c.runs[r.RunID] = true
+	c.lastInterrupt = time.Time{} // a Ctrl-C for an earlier turn does not cancel this one
 	if r.Queued {
 		c.out.linef("[queued behind the running turn]")
 	}
 	return false, nil
 }
 
-// onInterrupt interrupts the running turn, or cancels it when the previous
-// interrupt was less than cancelWindow ago.
-func (c *chat) onInterrupt(ctx context.Context) {
+// onInterrupt handles one Ctrl-C and reports whether to leave. During a
+// turn the first interrupts it and a second within cancelWindow cancels it.
+// At the prompt it leaves, except within cancelWindow of an interrupt: that
+// Ctrl-C was meant for a turn which has stopped meanwhile, so it only says
+// so, and the next one leaves.
+func (c *chat) onInterrupt(ctx context.Context) (leave bool) {
 	now := c.now()
+	second := !c.lastInterrupt.IsZero() && now.Sub(c.lastInterrupt) < cancelWindow
+	c.lastInterrupt = time.Time{}
 	var err error
-	if !c.lastInterrupt.IsZero() && now.Sub(c.lastInterrupt) < cancelWindow {
+	switch {
+	case !c.busy() && second:
+		c.out.linef("[the turn had already stopped; Ctrl-C again to leave]")
+		c.prompt()
+		return false
+	case !c.busy():
+		return true
+	case second:
 		c.out.linef("[cancelling]")
 		_, err = c.conn.Cancel(ctx, c.session.ID, "")
-		c.lastInterrupt = time.Time{}
-	} else {
+	default:
 		c.out.linef("[interrupting; Ctrl-C again within 2s to cancel]")
 		_, err = c.conn.Interrupt(ctx, c.session.ID, "")
 		c.lastInterrupt = now
@@ -280,4 +299,5 @@ func (c *chat) onInterrupt(ctx context.Context) {
 	if err != nil {
 		c.out.linef("error: %v", err)
 	}
+	return false
 }

@@ -159,9 +159,10 @@ func TestChatTurns(t *testing.T) {
 	out := &syncBuffer{}
 	interrupts := make(chan struct{})
 	done := make(chan error, 1)
+	clk := &clock{} // still: the two Ctrl-Cs below are always within two seconds
 	go func() {
-		done <- Run(context.Background(), fg, func(context.Context) (Conn, error) { return fg, nil },
-			Options{Engine: "scripted", Model: "scripted/hello"}, inR, out, interrupts)
+		done <- newChat(fg, func(context.Context) (Conn, error) { return fg, nil },
+			Options{Engine: "scripted", Model: "scripted/hello"}, out, clk.now).run(context.Background(), inR, interrupts)
 	}()
 	waitFor(t, out, "> ")
 
@@ -301,5 +302,75 @@ func waitForSent(t *testing.T, fg *fakeGateway, n int) {
 			t.Fatalf("fewer than %d prompts sent", n)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// clock is a time that moves only when the test says.
+type clock struct{ nanos atomic.Int64 }
+
+func (c *clock) now() time.Time          { return time.Unix(0, c.nanos.Load()) }
+func (c *clock) advance(d time.Duration) { c.nanos.Add(int64(d)) }
+
+// TestSecondCtrlCAfterTheTurnStopped: a second Ctrl-C within two seconds of
+// an interrupt cancels the turn while it runs; when the interrupt has
+// already ended the turn, it only says so and the chat stays, and the next
+// Ctrl-C leaves. Later than two seconds, Ctrl-C at the prompt leaves at once.
+func TestSecondCtrlCAfterTheTurnStopped(t *testing.T) {
+	tests := []struct {
+		name        string
+		wait        time.Duration // between the interrupt and the next Ctrl-C
+		wantStay    bool          // the next Ctrl-C does not leave
+		wantControl string
+	}{
+		{name: "within two seconds", wait: 1900 * time.Millisecond, wantStay: true, wantControl: "interrupt"},
+		{name: "later", wait: 2100 * time.Millisecond, wantStay: false, wantControl: "interrupt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fg := newFake()
+			inR, inW := io.Pipe()
+			defer inW.Close()
+			out := &syncBuffer{}
+			clk := &clock{}
+			clk.advance(time.Hour)
+			interrupts := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				done <- newChat(fg, func(context.Context) (Conn, error) { return fg, nil }, Options{}, out, clk.now).
+					run(context.Background(), inR, interrupts)
+			}()
+			waitFor(t, out, "> ")
+			io.WriteString(inW, "long\n")
+			waitForSent(t, fg, 1)
+			fg.push(t, "r1", events.ChatRunState{State: events.RunRunning})
+			interrupts <- struct{}{}
+			waitFor(t, out, "[interrupting")
+			// The interrupt ends the turn before the next Ctrl-C.
+			fg.push(t, "r1", events.ChatRunState{State: events.RunCompleted},
+				events.ChatNotification{Level: "info", Title: "turn over"})
+			waitFor(t, out, "[info] turn over")
+			clk.advance(tt.wait)
+			interrupts <- struct{}{}
+			if tt.wantStay {
+				waitFor(t, out, "[the turn had already stopped; Ctrl-C again to leave]")
+				select {
+				case err := <-done:
+					t.Fatalf("the chat left (%v) on a second Ctrl-C for a turn that had stopped", err)
+				default:
+				}
+				interrupts <- struct{}{} // the next one leaves
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("Run: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Ctrl-C at the prompt did not leave")
+			}
+			if _, controls, _ := fg.snapshot(); strings.Join(controls, ",") != tt.wantControl {
+				t.Errorf("controls = %v, want %s", controls, tt.wantControl)
+			}
+		})
 	}
 }

@@ -135,7 +135,7 @@ func (h *harness) runEventsOnBus(tenant, run string) []events.Envelope {
 	h.t.Helper()
 	var out []events.Envelope
 	var err error
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		if out, err = h.readRunEvents(tenant, run); err == nil {
 			return out
 		}
@@ -144,9 +144,16 @@ func (h *harness) runEventsOnBus(tenant, run string) []events.Envelope {
 	return nil
 }
 
+// readRunEvents reads a run's events through one ordered consumer's message
+// iterator. The iterator keeps its consumer from one message to the next,
+// and when a pull finds no responder or the consumer is lost, it makes a new
+// one that resumes after the last message read. Next on the consumer itself
+// makes a new consumer for every message and returns the first
+// no-responders: on a cluster that has just lost a server, one pull in a few
+// dozen found none, so a read of a hundred messages almost never finished.
 func (h *harness) readRunEvents(tenant, run string) ([]events.Envelope, error) {
 	subject, _ := events.EventsSubject(tenant, run)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	stream, err := h.js.Stream(ctx, events.StreamEvents)
 	if err != nil {
@@ -161,11 +168,16 @@ func (h *harness) readRunEvents(tenant, run string) ([]events.Envelope, error) {
 	if err != nil {
 		return nil, err
 	}
+	it, err := c.Messages()
+	if err != nil {
+		return nil, err
+	}
+	defer it.Stop()
 	var out []events.Envelope
 	for read := uint64(0); read < n; read++ {
-		m, err := c.Next(jetstream.FetchMaxWait(5 * time.Second))
+		m, err := it.Next(jetstream.NextContext(ctx))
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("message %d of %d: %w", read+1, n, err)
 		}
 		env, err := events.DecodeEnvelope(m.Data())
 		if err != nil {

@@ -15,11 +15,27 @@ import (
 	"clopen.dev/services/artifacts/internal/skills"
 )
 
+// providerColumns are a provider's columns with its active account and its
+// number of accounts, for scanProvider; the table is aliased p.
+const providerColumns = `p.id::text, p.engine_type, p.slug, p.name, p.api_url, p.options, p.enabled, p.created_at,
+	coalesce((SELECT a.id::text FROM artifacts.engine_accounts a WHERE a.tenant_id = p.tenant_id AND a.provider_id = p.id AND a.is_active), ''),
+	(SELECT count(*) FROM artifacts.engine_accounts a WHERE a.tenant_id = p.tenant_id AND a.provider_id = p.id)`
+
+func scanProvider(row pgx.Row) (events.Provider, error) {
+	var p events.Provider
+	var opts []byte
+	var engine string
+	if err := row.Scan(&p.ID, &engine, &p.Slug, &p.Name, &p.APIURL, &opts, &p.Enabled, &p.CreatedAt, &p.ActiveID, &p.Accounts); err != nil {
+		return events.Provider{}, mapErr(err)
+	}
+	p.Engine = events.EngineType(engine)
+	_ = json.Unmarshal(opts, &p.Options)
+	return p, nil
+}
+
 // ListProviders returns the tenant's providers with their active account.
 func (s *Store) ListProviders(ctx context.Context, tenant string) ([]events.Provider, error) {
-	rows, err := s.DB.Query(ctx, `SELECT p.id::text, p.engine_type, p.slug, p.name, p.api_url, p.options, p.enabled, p.created_at,
-		coalesce((SELECT a.id::text FROM artifacts.engine_accounts a WHERE a.tenant_id = p.tenant_id AND a.provider_id = p.id AND a.is_active), ''),
-		(SELECT count(*) FROM artifacts.engine_accounts a WHERE a.tenant_id = p.tenant_id AND a.provider_id = p.id)
+	rows, err := s.DB.Query(ctx, `SELECT `+providerColumns+`
 		FROM artifacts.engine_providers p WHERE p.tenant_id = $1 ORDER BY p.engine_type, p.slug`, tenant)
 	if err != nil {
 		return nil, mapErr(err)
@@ -27,20 +43,17 @@ func (s *Store) ListProviders(ctx context.Context, tenant string) ([]events.Prov
 	defer rows.Close()
 	out := []events.Provider{}
 	for rows.Next() {
-		var p events.Provider
-		var opts []byte
-		var engine string
-		if err := rows.Scan(&p.ID, &engine, &p.Slug, &p.Name, &p.APIURL, &opts, &p.Enabled, &p.CreatedAt, &p.ActiveID, &p.Accounts); err != nil {
+		p, err := scanProvider(rows)
+		if err != nil {
 			return nil, err
 		}
-		p.Engine = events.EngineType(engine)
-		_ = json.Unmarshal(opts, &p.Options)
 		out = append(out, p)
 	}
 	return out, rows.Err()
 }
 
-// PutProvider creates (empty ID) or updates a provider.
+// PutProvider creates (empty ID) or updates a provider, and returns it as
+// stored: its creation time, active account and number of accounts too.
 func (s *Store) PutProvider(ctx context.Context, tenant string, p events.Provider) (events.Provider, int64, error) {
 	if !p.Engine.Valid() {
 		return p, 0, fmt.Errorf("%w: engine %q", ErrInvalid, p.Engine)
@@ -65,7 +78,12 @@ func (s *Store) PutProvider(ctx context.Context, tenant string, p events.Provide
 		return affected(tx.Exec(ctx, `UPDATE artifacts.engine_providers SET engine_type = $3, slug = $4, name = $5, api_url = $6,
 			options = $7, enabled = $8 WHERE tenant_id = $1 AND id = $2`, tenant, p.ID, string(p.Engine), p.Slug, p.Name, p.APIURL, opts, p.Enabled))
 	})
-	return p, rev, err
+	if err != nil {
+		return p, 0, err
+	}
+	got, err := scanProvider(s.DB.QueryRow(ctx, `SELECT `+providerColumns+`
+		FROM artifacts.engine_providers p WHERE p.tenant_id = $1 AND p.id = $2`, tenant, p.ID))
+	return got, rev, err
 }
 
 // DeleteProvider removes a provider and its accounts.

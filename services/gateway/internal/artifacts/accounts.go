@@ -59,12 +59,7 @@ func (a *Artifacts) ReplaceProvider(ctx context.Context, p identity.Principal, i
 	if in.Enabled != nil {
 		next.Enabled = *in.Enabled
 	}
-	out, err := a.putProvider(ctx, p, next)
-	if err != nil {
-		return events.Provider{}, err
-	}
-	out.ActiveID, out.Accounts, out.CreatedAt = cur.ActiveID, cur.Accounts, cur.CreatedAt
-	return out, nil
+	return a.putProvider(ctx, p, next)
 }
 
 func (a *Artifacts) putProvider(ctx context.Context, p identity.Principal, pr events.Provider) (events.Provider, error) {

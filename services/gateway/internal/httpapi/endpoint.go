@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"strconv"
 
+	"clopen.dev/pkg/platform/jsonnul"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
 	"clopen.dev/services/gateway/internal/auth"
@@ -64,7 +65,8 @@ func raw(h http.Handler, out reflect.Type) endpoint {
 }
 
 // decode reads the body strictly: at most MaxBodyBytes, one JSON value, no
-// field the type does not have.
+// field the type does not have, no string holding NUL (which Postgres
+// cannot store).
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
@@ -80,6 +82,9 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	}
 	if dec.More() {
 		return apierr.New(apierr.ErrInvalid, "request body: more than one JSON value")
+	}
+	if err := jsonnul.Check(body); err != nil {
+		return apierr.New(apierr.ErrInvalid, "request body: %v", err)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/jsonnul"
 	"clopen.dev/services/gateway/internal/apierr"
 )
 
@@ -15,7 +16,7 @@ const maxFrameID = 128
 
 // DecodeClientFrame parses and checks one client frame: known op, the ids the
 // op needs present and usable as subject tokens, prompt an array, answer
-// complete. Fields the op does not use, and JSON keys this version does not
+// complete, no string holding NUL (which Postgres cannot store). Fields the op does not use, and JSON keys this version does not
 // know, are ignored. On error the returned frame still carries the id when
 // one could be read, so the reply can echo it; the error is classified
 // apierr.ErrInvalid.
@@ -28,6 +29,9 @@ func DecodeClientFrame(data []byte) (events.ClientFrame, error) {
 	if len(f.ID) > maxFrameID {
 		f.ID = ""
 		return f, invalid("id: at most %d bytes", maxFrameID)
+	}
+	if err := jsonnul.Check(data); err != nil {
+		return f, invalid("%v", err)
 	}
 	return f, checkFrame(f)
 }

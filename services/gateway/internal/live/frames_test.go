@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/jsonnul"
 	"clopen.dev/services/gateway/internal/apierr"
 )
 
@@ -36,6 +37,11 @@ func TestDecodeClientFrame(t *testing.T) {
 		{`{"id":"8","op":"models.list","engine":"scripted","accountId":"acc-1"}`, "models.list", "8", false},
 		{`{"id":"9","op":"models.list"}`, "", "9", true},
 		{`{"id":"10","op":"models.list","engine":"scripted","accountId":"a b"}`, "", "10", true},
+		// Postgres cannot store NUL: refused in any string, the id still echoed.
+		{`{"id":"14","op":"send","session":"s1","text":"a\u0000b"}`, "", "14", true},
+		{`{"id":"15","op":"send","session":"s1","prompt":[{"type":"text","text":"\u0000"}]}`, "", "15", true},
+		{`{"id":"16","op":"answer","session":"s1","toolUseId":"t","answers":{"q":"\u0000"}}`, "", "16", true},
+		{`{"id":"17","op":"send","session":"s1","text":"a\\u0000b"}`, "send", "17", false},
 	}
 	for _, tt := range tests {
 		f, err := DecodeClientFrame([]byte(tt.give))
@@ -50,7 +56,7 @@ func TestDecodeClientFrame(t *testing.T) {
 
 // FuzzDecodeClientFrame feeds the decoder arbitrary bytes: it never panics,
 // every refusal is classified invalid, and every frame it accepts is one the
-// server can act on and survives a round trip unchanged.
+// server can act on, holds no NUL and survives a round trip unchanged.
 func FuzzDecodeClientFrame(f *testing.F) {
 	for _, s := range []string{
 		`{"op":"ping"}`,
@@ -110,6 +116,9 @@ func FuzzDecodeClientFrame(f *testing.F) {
 		again, err := json.Marshal(fr)
 		if err != nil {
 			t.Fatalf("re-encode %+v: %v", fr, err)
+		}
+		if jsonnul.Check(again) != nil {
+			t.Fatalf("accepted a frame holding NUL: %s", again)
 		}
 		fr2, err := DecodeClientFrame(again)
 		if err != nil {
