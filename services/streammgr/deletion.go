@@ -55,6 +55,21 @@ func (m *Manager) deleteSession(ctx context.Context, req events.SessionRef) (eve
 	return s, nil
 }
 
+// deletedMeanwhile reports whether run's session was deleted after the
+// dispatch of run committed: the deletion's purge may have come before the
+// user message just published, so it is purged again, and the job is not
+// published (the deletion flagged the run cancelled anyway).
+func (m *Manager) deletedMeanwhile(ctx context.Context, run store.RunRow) bool {
+	var exists bool
+	err := m.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM streammgr.chat_sessions WHERE id = $1)`, run.SessionID).Scan(&exists)
+	if err != nil || exists {
+		return false // when in doubt, go on: a job for a deleted run is dropped by its worker
+	}
+	m.pipe.markDeleted([]string{run.ID})
+	m.purgeBus(ctx, run.Tenant, run.SessionID, []string{run.ID})
+	return true
+}
+
 // lostRace reports a transaction that failed only because of another one (a
 // serialization failure or a deadlock): trying again can succeed.
 func lostRace(err error) bool {
@@ -67,22 +82,8 @@ func lostRace(err error) bool {
 // each of its runs. A failure is logged; what is left expires with the
 // streams' MaxAge.
 func (m *Manager) purgeBus(ctx context.Context, tenant, session string, runs []string) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	purge := func(stream string, subjects []string) {
-		s, err := m.js.Stream(ctx, stream)
-		if err != nil {
-			m.log.Warn("purge a deleted session from the bus", "stream", stream, "err", err)
-			return
-		}
-		for _, subject := range subjects {
-			if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-				m.log.Warn("purge a deleted session from the bus", "subject", subject, "err", err)
-			}
-		}
-	}
 	if subject, err := events.ChatSubject(tenant, session); err == nil {
-		purge(events.StreamChat, []string{subject})
+		m.purge(ctx, events.StreamChat, []string{subject})
 	}
 	subjects := make([]string, 0, len(runs))
 	for _, run := range runs {
@@ -90,7 +91,23 @@ func (m *Manager) purgeBus(ctx context.Context, tenant, session string, runs []s
 			subjects = append(subjects, subject)
 		}
 	}
-	purge(events.StreamEvents, subjects)
+	m.purge(ctx, events.StreamEvents, subjects)
+}
+
+// purge removes every message on each of subjects from stream.
+func (m *Manager) purge(ctx context.Context, stream string, subjects []string) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := m.js.Stream(ctx, stream)
+	if err != nil {
+		m.log.Warn("purge a deleted session from the bus", "stream", stream, "err", err)
+		return
+	}
+	for _, subject := range subjects {
+		if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
+			m.log.Warn("purge a deleted session from the bus", "subject", subject, "err", err)
+		}
+	}
 }
 
 // dropDeleted finishes what a writer found of deleted sessions in a batch:
@@ -129,4 +146,28 @@ func (p *pipeline) isDeleted(run string) bool {
 	defer p.deletedMu.Unlock()
 	_, ok := p.deleted[run]
 	return ok
+}
+
+// dropStale acks an event of a deleted run unrouted and leaves its subject
+// to be purged: it arrived after the deletion purged the bus.
+func (p *pipeline) dropStale(msg jetstream.Msg) {
+	_ = msg.Ack()
+	p.deletedMu.Lock()
+	defer p.deletedMu.Unlock()
+	p.stale[msg.Subject()] = true
+}
+
+// purgeStale purges the EVENTS subjects of deleted runs that received events
+// since the last call.
+func (p *pipeline) purgeStale(ctx context.Context) {
+	p.deletedMu.Lock()
+	subjects := make([]string, 0, len(p.stale))
+	for s := range p.stale {
+		subjects = append(subjects, s)
+	}
+	clear(p.stale)
+	p.deletedMu.Unlock()
+	if len(subjects) > 0 {
+		p.m.purge(ctx, events.StreamEvents, subjects)
+	}
 }

@@ -43,6 +43,7 @@ type pipeline struct {
 
 	deletedMu sync.Mutex
 	deleted   map[string]time.Time // runs of deleted sessions, when they were deleted
+	stale     map[string]bool      // EVENTS subjects of deleted runs that received events since the last purge
 }
 
 // writerOf is the queue of the writer that commits session's events.
@@ -82,7 +83,7 @@ func newPipeline(m *Manager) *pipeline {
 		writes[i] = make(chan *write, 4096)
 	}
 	return &pipeline{m: m, writes: writes, chat: newChatPublisher(m.js, m.log), prog: newProgress(len(writes)),
-		runs: map[string]*runRoute{}, deleted: map[string]time.Time{}}
+		runs: map[string]*runRoute{}, deleted: map[string]time.Time{}, stale: map[string]bool{}}
 }
 
 // consumer creates or updates the durable consumer of EVENTS. Every message
@@ -184,6 +185,7 @@ func (p *pipeline) consume(ctx context.Context) error {
 			return fmt.Errorf("consumption of EVENTS stopped: %v", lastErr)
 		case <-tick.C:
 			p.housekeep(ctx)
+			p.purgeStale(ctx)
 		}
 	}
 }
@@ -205,7 +207,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	if p.isDeleted(env.Run) {
-		skip() // its session was deleted
+		p.dropStale(msg) // its session was deleted
 		return
 	}
 	p.mu.Lock()
@@ -213,8 +215,10 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
 	rr, err := p.route(ctx, env.Run)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			p.m.log.Warn("event of an unknown run dropped", "run_id", env.Run)
-			skip()
+			// Runs are committed before their jobs go out: this one was deleted.
+			p.m.log.Info("event of an unknown run dropped", "run_id", env.Run)
+			p.markDeleted([]string{env.Run})
+			p.dropStale(msg)
 			return
 		}
 		p.m.log.Error("load run", "run_id", env.Run, "err", err)

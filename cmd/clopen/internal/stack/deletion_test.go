@@ -3,6 +3,7 @@ package stack
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,11 @@ func TestDeleteWhileStreamingStallsNoOne(t *testing.T) {
 	deleted := newGone()
 	for _, v := range victims {
 		waitStreaming(ctx, t, v.acc.c, v.run)
-		deleted.add(h, ctx, v.session, v.run)
+		tenant, err := h.tenantOf(ctx, v.session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deleted.add(tenant, v.session, v.run)
 	}
 	var wg sync.WaitGroup
 	for _, v := range victims {
@@ -71,7 +76,13 @@ func TestDeleteWhileStreamingStallsNoOne(t *testing.T) {
 	wg.Wait()
 	for _, o := range others {
 		waitRunEnded(ctx, t, o.acc.c, o.run, events.RunCompleted)
-		h.checkStoredExactlyOnce(ctx, o.acc.c, o.run)
+		tenant, err := h.tenantOf(ctx, o.session)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := h.storedExactlyOnce(ctx, o.acc.c, tenant, o.run); err != nil {
+			t.Error(err)
+		}
 	}
 	// A new turn is accepted at once and completes.
 	acc := accounts[1]
@@ -92,89 +103,111 @@ func TestDeleteWhileStreamingStallsNoOne(t *testing.T) {
 	h.waitNothingLeft(ctx, deleted)
 }
 
-// waitStreaming waits until a run is running and has stored a few events.
-func waitStreaming(ctx context.Context, t *testing.T, c *client.Client, run string) {
-	t.Helper()
+// pollRun polls a run over REST until done says it is done (or fails), or
+// ctx ends.
+func pollRun(ctx context.Context, c *client.Client, run string, done func(events.Run) (bool, error)) (events.Run, error) {
 	for {
 		r, err := c.Run(ctx, run)
-		if err == nil && r.State == events.RunRunning {
-			if evs, err := c.RunEvents(ctx, run, 0, 0, 10); err == nil && len(evs) >= 5 {
-				return
-			}
+		if isStatus(err, http.StatusNotFound) {
+			return r, fmt.Errorf("run %s: %w", run, err)
 		}
-		if r.State.Terminal() {
-			t.Fatalf("run %s ended (%s) before it could be caught streaming", run, r.State)
+		if err == nil {
+			ok, err := done(r)
+			if ok || err != nil {
+				return r, err
+			}
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("run %s never streamed: %s (%v)", run, r.State, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// waitRunEnded waits until a run's committed state is terminal and wants it
-// to be want.
-func waitRunEnded(ctx context.Context, t *testing.T, c *client.Client, run string, want events.RunStateName) events.Run {
-	t.Helper()
-	for {
-		r, err := c.Run(ctx, run)
-		if err == nil && r.State.Terminal() {
-			if r.State != want {
-				t.Errorf("run %s ended %s, want %s", run, r.State, want)
-			}
-			return r
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("run %s did not end: state %q (%v)", run, r.State, err)
+			return r, fmt.Errorf("run %s: still %q when the test ran out of time (%v)", run, r.State, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
-// checkStoredExactlyOnce compares a run's stored events with what its worker
-// published on EVENTS: the same events in the same order, each once, seqs
-// dense from 1.
-func (h *harness) checkStoredExactlyOnce(ctx context.Context, c *client.Client, run string) {
-	h.t.Helper()
-	r, err := c.Run(ctx, run)
-	if err != nil {
-		h.t.Fatal(err)
+// streaming is done once the run is running and has stored a few events.
+func streaming(c *client.Client, ctx context.Context) func(events.Run) (bool, error) {
+	return func(r events.Run) (bool, error) {
+		if r.State.Terminal() {
+			return false, fmt.Errorf("run %s ended (%s) before it could be caught streaming", r.ID, r.State)
+		}
+		if r.State != events.RunRunning {
+			return false, nil
+		}
+		evs, err := c.RunEvents(ctx, r.ID, 0, 0, 10)
+		return err == nil && len(evs) >= 5, nil
 	}
+}
+
+// ended is done once the run's committed state is terminal; it wants want.
+func ended(want events.RunStateName) func(events.Run) (bool, error) {
+	return func(r events.Run) (bool, error) {
+		if !r.State.Terminal() {
+			return false, nil
+		}
+		if r.State != want {
+			return true, fmt.Errorf("run %s ended %s, want %s", r.ID, r.State, want)
+		}
+		return true, nil
+	}
+}
+
+func waitStreaming(ctx context.Context, t *testing.T, c *client.Client, run string) {
+	t.Helper()
+	if _, err := pollRun(ctx, c, run, streaming(c, ctx)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitRunEnded(ctx context.Context, t *testing.T, c *client.Client, run string, want events.RunStateName) {
+	t.Helper()
+	if _, err := pollRun(ctx, c, run, ended(want)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// storedExactlyOnce compares a run's stored events with what its worker
+// published on EVENTS: the same events in the same order, each once, seqs
+// dense from 1, after the user message streammgr recorded at epoch 0.
+func (h *harness) storedExactlyOnce(ctx context.Context, c *client.Client, tenant, run string) error {
 	stored, err := c.RunEvents(ctx, run, 0, 0, 1000)
 	if err != nil {
-		h.t.Fatal(err)
+		return fmt.Errorf("run %s: stored events: %w", run, err)
 	}
-	published := h.runEventsOnBus(h.tenantOfRun(ctx, run), run)
-	if len(stored) != len(published)+1 { // + the user message at epoch 0
-		h.t.Errorf("run %s (%s): stored %d events, published %d (+1 user message)", run, r.State, len(stored), len(published))
-		return
+	var published []events.Envelope
+	for try := 0; ; try++ {
+		if published, err = h.readRunEvents(tenant, run); err == nil || try == 5 {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("run %s: events on the bus: %w", run, err)
+	}
+	if len(stored) != len(published)+1 || stored[0].Epoch != 0 || stored[0].Type != events.TypeUser {
+		return fmt.Errorf("run %s: stored %d events, published %d (+1 user message)", run, len(stored), len(published))
 	}
 	for i, env := range published {
 		ev := stored[i+1]
 		if ev.Epoch != env.Epoch || ev.Seq != env.Seq || ev.Seq != uint64(i+1) || ev.Type != env.Output.OutputType() {
-			h.t.Errorf("run %s: stored event %d = %d/%d %s, published %d/%d %s", run, i, ev.Epoch, ev.Seq, ev.Type,
+			return fmt.Errorf("run %s: stored event %d = %d/%d %s, published %d/%d %s", run, i, ev.Epoch, ev.Seq, ev.Type,
 				env.Epoch, env.Seq, env.Output.OutputType())
-			return
 		}
 	}
+	return nil
 }
 
-// tenantOfRun reads a run's tenant from streammgr's table (a REST client
-// does not see tenant ids; the bus subjects carry them).
-func (h *harness) tenantOfRun(ctx context.Context, run string) string {
-	h.t.Helper()
+// tenantOf reads a session's tenant from streammgr's table: a REST client
+// does not see tenant ids, and the bus subjects carry them.
+func (h *harness) tenantOf(ctx context.Context, session string) (string, error) {
 	var tenant string
-	if err := h.st.DB.QueryRow(ctx, `SELECT tenant_id::text FROM streammgr.runs WHERE id = $1`, run).Scan(&tenant); err != nil {
-		h.t.Fatalf("tenant of run %s: %v", run, err)
+	err := h.st.DB.QueryRow(ctx, `SELECT tenant_id::text FROM streammgr.chat_sessions WHERE id = $1`, session).Scan(&tenant)
+	if err != nil {
+		return "", fmt.Errorf("tenant of session %s: %w", session, err)
 	}
-	return tenant
+	return tenant, nil
 }
 
-// gone names deleted sessions and runs, each with its tenant (the bus
-// subjects carry tenant ids; a REST client does not see them, so they are
-// read before the deletion).
+// gone names deleted sessions and runs, each with its tenant.
 type gone struct {
 	mu       sync.Mutex
 	sessions map[string]string
@@ -183,14 +216,8 @@ type gone struct {
 
 func newGone() *gone { return &gone{sessions: map[string]string{}, runs: map[string]string{}} }
 
-// add records a session and its runs, before they are deleted.
-func (g *gone) add(h *harness, ctx context.Context, session string, runs ...string) {
-	h.t.Helper()
-	var tenant string
-	if err := h.st.DB.QueryRow(ctx, `SELECT tenant_id::text FROM streammgr.chat_sessions WHERE id = $1`, session).Scan(&tenant); err != nil {
-		h.t.Errorf("tenant of session %s: %v", session, err)
-		return
-	}
+// add records a session of tenant and runs of it that are to be deleted.
+func (g *gone) add(tenant, session string, runs ...string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.sessions[session] = tenant
@@ -243,28 +270,33 @@ func (h *harness) leftovers(ctx context.Context, g *gone) ([]string, error) {
 			out = append(out, fmt.Sprintf("%d rows in %s by %s", n, c[0], c[1]))
 		}
 	}
-	count := func(stream, subject string) (uint64, error) {
+	onBus := func(stream, subject string) {
 		s, err := h.js.Stream(ctx, stream)
 		if err != nil {
-			return 0, err
+			out = append(out, fmt.Sprintf("%s: %v", stream, err))
+			return
 		}
 		info, err := s.Info(ctx, jetstream.WithSubjectFilter(subject))
 		if err != nil {
-			return 0, err
+			out = append(out, fmt.Sprintf("%s: %v", stream, err))
+			return
 		}
-		return info.State.Subjects[subject], nil
+		if n := info.State.Subjects[subject]; n > 0 {
+			last, _ := s.GetLastMsgForSubject(ctx, subject)
+			var body string
+			if last != nil {
+				body = string(last.Data[:min(len(last.Data), 200)])
+			}
+			out = append(out, fmt.Sprintf("%d messages on %s, the last %s", n, subject, body))
+		}
 	}
 	for s, tenant := range g.sessions {
 		subject, _ := events.ChatSubject(tenant, s)
-		if n, err := count(events.StreamChat, subject); err != nil || n > 0 {
-			out = append(out, fmt.Sprintf("%d messages on %s (%v)", n, subject, err))
-		}
+		onBus(events.StreamChat, subject)
 	}
 	for r, tenant := range g.runs {
 		subject, _ := events.EventsSubject(tenant, r)
-		if n, err := count(events.StreamEvents, subject); err != nil || n > 0 {
-			out = append(out, fmt.Sprintf("%d messages on %s (%v)", n, subject, err))
-		}
+		onBus(events.StreamEvents, subject)
 	}
 	return out, nil
 }
