@@ -60,7 +60,7 @@ func TestChaosDeletionsWhileStreaming(t *testing.T) {
 	wc := worker.DefaultConfig()
 	wc.Capacity = 32
 	wc.Workspaces = t.TempDir()
-	h := start(t, Config{Workers: 2, Worker: wc})
+	h := start(t, Config{Workers: 2, Worker: wc, Gateway: unthrottled()})
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/gateway"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/client"
 )
@@ -23,7 +24,7 @@ import (
 // and completes, streammgr stays ready, and nothing of a deleted session is
 // left in streammgr's tables or on the bus.
 func TestDeleteWhileStreamingStallsNoOne(t *testing.T) {
-	h := start(t, Config{})
+	h := start(t, Config{Gateway: unthrottled()})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	accounts := []account{h.account("del-a"), h.account("del-b")}
@@ -120,9 +121,18 @@ func pollRun(ctx context.Context, c *client.Client, run string, done func(events
 		select {
 		case <-ctx.Done():
 			return r, fmt.Errorf("run %s: still %q when the test ran out of time (%v)", run, r.State, err)
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// unthrottled is the gateway's configuration with a request rate no test
+// client reaches: the tests that poll many runs over REST are not about the
+// gateway's rate limit.
+func unthrottled() *gateway.Config {
+	gc := gateway.DefaultConfig()
+	gc.RateLimit, gc.RateBurst = 1e6, 1e6
+	return &gc
 }
 
 // streaming is done once the run is running and has stored a few events.
