@@ -163,9 +163,11 @@ func TestChaosDeletionsWhileStreaming(t *testing.T) {
 // before created is called; a doomed session's project may go at any moment
 // after that, and its errors are expected.
 func (s *chaosSession) play(ctx context.Context, h *harness, rng *rand.Rand, deleted *gone, created func()) error {
+	// The answers of sessions to delete stream for 40 s: they are still
+	// streaming when deleted, however loaded the machine.
 	models := map[fate]string{completes: "scripted/long", completesTwo: "scripted/slow?delay=2ms",
-		answersQuestion: "scripted/ask", deletedEarly: "scripted/slow?delay=20ms", deletedMidStream: "scripted/slow?delay=20ms",
-		deletedParked: "scripted/ask", deletedWithQueued: "scripted/slow?delay=20ms"}
+		answersQuestion: "scripted/ask", deletedEarly: "scripted/slow?delay=100ms", deletedMidStream: "scripted/slow?delay=100ms",
+		deletedParked: "scripted/ask", deletedWithQueued: "scripted/slow?delay=100ms"}
 	c := s.acc.c
 	sess, err := c.CreateSession(ctx, s.project, api.CreateSession{Model: models[s.fate]})
 	if err != nil {

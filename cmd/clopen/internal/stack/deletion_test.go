@@ -36,9 +36,10 @@ func TestDeleteWhileStreamingStallsNoOne(t *testing.T) {
 	var victims, others []turn
 	for i := range 10 {
 		acc := accounts[i%2]
+		victim := i%2 == 0 && i < 8 // four of tenant a's five
 		model := "scripted/slow?delay=5ms"
-		if i%2 == 0 {
-			model = "scripted/slow?delay=20ms" // long enough to be deleted mid-stream
+		if victim {
+			model = "scripted/slow?delay=200ms" // streams for 80 s: deleted mid-stream however loaded the machine
 		}
 		s, err := acc.c.CreateSession(ctx, acc.project.ID, api.CreateSession{Model: model})
 		if err != nil {
@@ -49,7 +50,7 @@ func TestDeleteWhileStreamingStallsNoOne(t *testing.T) {
 			t.Fatal(err)
 		}
 		tr := turn{acc: acc, session: s.ID, run: r.RunID}
-		if i%2 == 0 && i < 8 {
+		if victim {
 			victims = append(victims, tr)
 		} else {
 			others = append(others, tr)
