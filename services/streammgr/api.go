@@ -87,20 +87,6 @@ func (m *Manager) updateSession(ctx context.Context, req events.SessionUpdate) (
 	return s, mapStoreErr(err, "session")
 }
 
-// deleteSession cancels the session's active run first, then removes it.
-func (m *Manager) deleteSession(ctx context.Context, req events.SessionRef) (events.Session, error) {
-	s, err := store.GetSession(ctx, m.db, req.TenantID, req.SessionID)
-	if err != nil {
-		return events.Session{}, mapStoreErr(err, "session")
-	}
-	if s.ActiveRunID != "" {
-		if _, err := m.stop(ctx, events.RunControl{Caller: req.Caller, SessionID: s.ID, RunID: s.ActiveRunID}, events.VerbCancel); err != nil {
-			m.log.Warn("cancel before delete", "session_id", s.ID, "err", err)
-		}
-	}
-	return s, mapStoreErr(store.DeleteSession(ctx, m.db, req.TenantID, req.SessionID), "session")
-}
-
 func (m *Manager) listMessages(ctx context.Context, req events.MessageList) ([]events.MessageRow, error) {
 	if _, err := store.GetSession(ctx, m.db, req.TenantID, req.SessionID); err != nil {
 		return nil, mapStoreErr(err, "session")

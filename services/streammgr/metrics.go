@@ -17,6 +17,8 @@ var (
 		metric.WithDescription("runs that reached a terminal state, by state"))
 	runsLost, _ = meter.Int64Counter("clopen.streammgr.runs.lost",
 		metric.WithDescription("runs whose worker vanished"))
+	eventsDead, _ = meter.Int64Counter("clopen.streammgr.events.dead",
+		metric.WithDescription("events Postgres refused, set aside in streammgr.dead_events, by output type"))
 	eventsRouted, _ = meter.Int64Counter("clopen.streammgr.events.routed",
 		metric.WithDescription("engine events routed, by output type"))
 	commitLag, _ = meter.Float64Histogram("clopen.streammgr.commit.lag",

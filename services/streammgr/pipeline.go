@@ -36,9 +36,14 @@ type pipeline struct {
 	m      *Manager
 	writes []chan *write // one per writer; a session's events go to one
 	chat   *chatPublisher
+	prog   *progress
 
 	mu   sync.Mutex // guards runs; held while routing
 	runs map[string]*runRoute
+
+	deletedMu sync.Mutex
+	deleted   map[string]time.Time // runs of deleted sessions, when they were deleted
+	stale     map[string]bool      // EVENTS subjects of deleted runs that received events since the last purge
 }
 
 // writerOf is the queue of the writer that commits session's events.
@@ -69,6 +74,7 @@ type write struct {
 	typ    string
 	body   []byte // the output as stored
 	chat   []*chatPub
+	routed time.Time
 }
 
 func newPipeline(m *Manager) *pipeline {
@@ -76,7 +82,8 @@ func newPipeline(m *Manager) *pipeline {
 	for i := range writes {
 		writes[i] = make(chan *write, 4096)
 	}
-	return &pipeline{m: m, writes: writes, chat: newChatPublisher(m.js, m.log), runs: map[string]*runRoute{}}
+	return &pipeline{m: m, writes: writes, chat: newChatPublisher(m.js, m.log), prog: newProgress(len(writes)),
+		runs: map[string]*runRoute{}, deleted: map[string]time.Time{}, stale: map[string]bool{}}
 }
 
 // consumer creates or updates the durable consumer of EVENTS. Every message
@@ -110,8 +117,27 @@ func (p *pipeline) consumer(ctx context.Context) (jetstream.Consumer, error) {
 	return p.m.js.CreateOrUpdateConsumer(ctx, events.StreamEvents, cfg)
 }
 
-// run consumes until ctx ends.
+// run consumes until ctx ends. A consumption that stops (its consumer was
+// deleted, or could not be created) is started again a second later;
+// readiness reports it meanwhile.
 func (p *pipeline) run(ctx context.Context) error {
+	for {
+		err := p.consume(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		p.prog.consuming(nil, err)
+		p.m.log.Error("not consuming EVENTS: trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// consume reads EVENTS until ctx ends or the consumption stops, and says why.
+func (p *pipeline) consume(ctx context.Context) error {
 	c, err := p.consumer(ctx)
 	if err != nil {
 		return fmt.Errorf("events consumer: %w", err)
@@ -130,25 +156,36 @@ func (p *pipeline) run(ctx context.Context) error {
 	if err == nil {
 		defer func() { _ = reg.Unregister() }()
 	}
+	var lastErr error
+	var errMu sync.Mutex
 	cc, err := c.Consume(func(msg jetstream.Msg) { p.handle(ctx, msg) },
 		jetstream.PullMaxMessages(2000), jetstream.PullPriorityGroup(priorityGroup),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
 				p.m.log.Warn("events consumer", "err", err)
 			}
+			errMu.Lock()
+			lastErr = err
+			errMu.Unlock()
 		}))
 	if err != nil {
 		return fmt.Errorf("consume events: %w", err)
 	}
 	defer cc.Stop()
+	p.prog.consuming(c, nil)
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-cc.Closed():
+			errMu.Lock()
+			defer errMu.Unlock()
+			return fmt.Errorf("consumption of EVENTS stopped: %v", lastErr)
 		case <-tick.C:
 			p.housekeep(ctx)
+			p.purgeStale(ctx)
 		}
 	}
 }
@@ -169,13 +206,19 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
 		skip()
 		return
 	}
+	if p.isDeleted(env.Run) {
+		p.dropStale(msg) // its session was deleted
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	rr, err := p.route(ctx, env.Run)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			p.m.log.Warn("event of an unknown run dropped", "run_id", env.Run)
-			skip()
+			// Runs are committed before their jobs go out: this one was deleted.
+			p.m.log.Info("event of an unknown run dropped", "run_id", env.Run)
+			p.markDeleted([]string{env.Run})
+			p.dropStale(msg)
 			return
 		}
 		p.m.log.Error("load run", "run_id", env.Run, "err", err)
@@ -199,10 +242,9 @@ func (p *pipeline) routeReady(ctx context.Context, rr *runRoute, ready []router.
 		w := h.Token.(*write)
 		w.run, w.tenant, w.sess = h.Env.Run, rr.tenant, rr.session
 		w.out = rr.st.Route(h.Env)
-		eventsRouted.Add(ctx, 1, metric.WithAttributes(attribute.String("type", h.Env.Output.OutputType())))
-		if w.out.Store {
-			w.typ = h.Env.Output.OutputType() // w.body is the output as it arrived
-		}
+		w.typ = h.Env.Output.OutputType() // w.body is the output as it arrived
+		w.routed = time.Now()
+		eventsRouted.Add(ctx, 1, metric.WithAttributes(attribute.String("type", w.typ)))
 		w.chat = p.publish(ctx, rr, w.out)
 		if w.out.Terminal != "" {
 			rr.ended = time.Now()
@@ -349,6 +391,14 @@ func (p *pipeline) housekeep(ctx context.Context) {
 		}
 		if !rr.ended.IsZero() && now.Sub(rr.ended) > 2*time.Minute && !rr.ord.Pending() {
 			delete(p.runs, id)
+		}
+	}
+	p.deletedMu.Lock()
+	defer p.deletedMu.Unlock()
+	for id, at := range p.deleted {
+		delete(p.runs, id)
+		if now.Sub(at) > 10*time.Minute {
+			delete(p.deleted, id)
 		}
 	}
 }

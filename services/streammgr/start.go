@@ -273,6 +273,9 @@ func (m *Manager) afterDispatch(ctx context.Context, fx *dispatched) {
 		Data: events.ChatMessage{Message: fx.userMsg, MessageRowID: fx.userRow, ParentMessageRowID: fx.parent,
 			SenderID: run.RequestedBy, SenderName: run.SenderName, Engine: run.Engine}}
 	m.publishChat(ctx, run.Tenant, []events.ChatEvent{ev})
+	if m.deletedMeanwhile(ctx, run) {
+		return
+	}
 	m.pipe.prime(run, fx.userRow, fx.modelName, fx.accountName)
 	if err := m.publishJob(ctx, run.Job); err != nil {
 		m.log.ErrorContext(ctx, "publish job (the sweeper will retry)", "run_id", run.ID, "err", err)

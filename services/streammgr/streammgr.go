@@ -5,6 +5,7 @@
 package streammgr
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -48,12 +49,17 @@ type Config struct {
 	// sessions commit in parallel, overlapping Postgres round trips and WAL
 	// flushes. Each writer holds a pool connection while it commits.
 	Writers int
+	// StallAfter is how long a routed event may wait for its commit before
+	// streammgr reports itself not ready (a writer stuck retrying, waiting
+	// on a lock, or falling behind).
+	StallAfter time.Duration
 }
 
 // DefaultConfig returns the configuration `clopen dev` uses.
 func DefaultConfig() Config {
 	return Config{Streams: DefaultStreamSettings(), MaxPromptBytes: 256 << 10, AckWait: 10 * time.Second,
-		SweepEvery: 10 * time.Second, LeaseGrace: 20 * time.Second, RepublishAfter: 30 * time.Second, Writers: 2}
+		SweepEvery: 10 * time.Second, LeaseGrace: 20 * time.Second, RepublishAfter: 30 * time.Second, Writers: 2,
+		StallAfter: 30 * time.Second}
 }
 
 // Deps are the connections streammgr runs on; the caller owns them.
@@ -87,13 +93,19 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err := m.endpoints(s); err != nil {
 		return err
 	}
-	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })
+	stallAfter := cmp.Or(cfg.StallAfter, DefaultConfig().StallAfter)
+	d.Health.Add(Name, func(ctx context.Context) error {
+		if err := d.DB.Ping(ctx); err != nil {
+			return fmt.Errorf("postgres: %w", err)
+		}
+		return m.pipe.prog.check(ctx, stallAfter)
+	})
 	defer d.Health.Remove(Name)
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.pipe.run(gctx) })
-	for _, writes := range m.pipe.writes {
-		g.Go(func() error { return m.pipe.writeLoop(gctx, writes) })
+	for n, writes := range m.pipe.writes {
+		g.Go(func() error { return m.pipe.writeLoop(gctx, n, writes) })
 	}
 	g.Go(func() error {
 		// The workers declare their buckets; streammgr serves without them

@@ -2,9 +2,11 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 
+	"clopen.dev/pkg/events"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
 	"clopen.dev/services/gateway/internal/identity"
@@ -57,8 +59,8 @@ func (s *Server) deleteProject(ctx context.Context, r *http.Request, p identity.
 			if deleted[ss.ID] {
 				return none{}, apierr.New(apierr.ErrConflict, "session %s of project %s survived its deletion; try again", ss.ID, id)
 			}
-			if err := s.chats.DeleteSession(ctx, p, ss.ID); err != nil {
-				return none{}, err
+			if err := s.chats.DeleteSession(ctx, p, ss.ID); err != nil && !notFound(err) {
+				return none{}, err // a session deleted meanwhile is what this wants
 			}
 			deleted[ss.ID] = true
 		}
@@ -67,6 +69,12 @@ func (s *Server) deleteProject(ctx context.Context, r *http.Request, p identity.
 		return none{}, err
 	}
 	return none{}, s.store.DeleteProject(ctx, p, id)
+}
+
+// notFound reports a not-found answer, the gateway's own or streammgr's.
+func notFound(err error) bool {
+	var apiErr *events.APIError
+	return errors.Is(err, apierr.ErrNotFound) || errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound
 }
 
 func (s *Server) listMembers(ctx context.Context, r *http.Request, p identity.Principal, _ none) (api.Members, error) {

@@ -101,20 +101,77 @@ func UpdateSession(ctx context.Context, db DB, tenant string, u events.SessionUp
 	return GetSession(ctx, db, tenant, u.SessionID)
 }
 
-// DeleteSession removes a session with its runs and messages. The event log
-// keeps the runs' events until they are purged by run id.
-func DeleteSession(ctx context.Context, db DB, tenant, id string) error {
-	if !isUUID(id) {
-		return ErrNotFound
+// Deleted is what a session's deletion removed that lives on outside
+// Postgres: the EVENTS subjects of its runs, and the runs a worker may still
+// be running.
+type Deleted struct {
+	Tenant, Session string
+	Runs            []string // every run of the session
+	Unfinished      []string // dispatched runs that had not ended
+}
+
+// DeleteSession removes a session of tenant and everything it owns — its
+// runs, their event log and set-aside events, its messages — in the caller's
+// transaction. It locks the session row first, as every transaction that
+// writes a session's rows does (start, dispatch, the event writer), so a
+// deletion waits for a commit in progress instead of deadlocking with it,
+// and a writer that comes after finds the session gone.
+func DeleteSession(ctx context.Context, tx pgx.Tx, tenant, id string) (Deleted, error) {
+	if _, err := LockSession(ctx, tx, tenant, id); err != nil {
+		return Deleted{}, err
 	}
-	tag, err := db.Exec(ctx, `DELETE FROM streammgr.chat_sessions WHERE id = $1 AND tenant_id = $2`, id, tenant)
+	d := Deleted{Tenant: tenant, Session: id}
+	rows, err := tx.Query(ctx, `SELECT id::text, state, dispatched_at IS NOT NULL FROM streammgr.runs
+		WHERE session_id = $1 ORDER BY queued_at, id`, id)
 	if err != nil {
-		return fmt.Errorf("delete session: %w", err)
+		return Deleted{}, fmt.Errorf("delete session: list runs: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
+	var run, state string
+	var dispatched bool
+	_, err = pgx.ForEachRow(rows, []any{&run, &state, &dispatched}, func() error {
+		d.Runs = append(d.Runs, run)
+		if dispatched && !events.RunStateName(state).Terminal() {
+			d.Unfinished = append(d.Unfinished, run)
+		}
+		return nil
+	})
+	if err != nil {
+		return Deleted{}, fmt.Errorf("delete session: list runs: %w", err)
 	}
-	return nil
+	b := &pgx.Batch{}
+	b.Queue(`DELETE FROM streammgr.run_events WHERE run_id = ANY($1::uuid[])`, d.Runs)
+	b.Queue(`DELETE FROM streammgr.dead_events WHERE session_id = $1`, id)
+	b.Queue(`DELETE FROM streammgr.messages WHERE session_id = $1`, id)
+	b.Queue(`DELETE FROM streammgr.runs WHERE session_id = $1`, id)
+	b.Queue(`DELETE FROM streammgr.chat_sessions WHERE id = $1`, id)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return Deleted{}, fmt.Errorf("delete session: %w", err)
+	}
+	return d, nil
+}
+
+// LockSessions locks the rows of the sessions named FOR UPDATE, in id order
+// (so transactions locking several never deadlock with each other), and
+// returns those that exist: a session missing here was deleted, and its
+// events have nowhere to go.
+func LockSessions(ctx context.Context, tx pgx.Tx, ids []string) (map[string]bool, error) {
+	live := make(map[string]bool, len(ids))
+	if len(ids) == 0 {
+		return live, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id::text FROM streammgr.chat_sessions WHERE id = ANY($1::uuid[])
+		ORDER BY id FOR UPDATE`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("lock sessions: %w", err)
+	}
+	var id string
+	if _, err := pgx.ForEachRow(rows, []any{&id}, func() error {
+		live[id] = true
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("lock sessions: %w", err)
+	}
+	return live, nil
 }
 
 // Locked is a session row held FOR UPDATE inside a start or dispatch
