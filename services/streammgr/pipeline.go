@@ -264,9 +264,9 @@ func (p *pipeline) route(ctx context.Context, run string) (*runRoute, error) {
 		return nil, err
 	}
 	row := rt.Run
-	var text, reasoning string
+	var partial *router.Partial
 	if row.Epoch > 0 { // a worker already sent events: what streamed since the last message
-		if text, reasoning, err = partialsSince(ctx, p.m.db, run); err != nil {
+		if partial, err = partialsSince(ctx, p.m.db, run); err != nil {
 			return nil, err
 		}
 	}
@@ -274,7 +274,7 @@ func (p *pipeline) route(ctx context.Context, run string) (*runRoute, error) {
 		Engine: row.Engine, ModelName: rt.ModelName, AccountID: rt.AccountID, AccountName: rt.Account,
 		Effort: row.Effort, SenderID: row.RequestedBy, SenderName: row.SenderName, State: row.State,
 		Epoch: row.Epoch, LastSeq: row.LastSeq, Head: rt.Head, EngineSessionKnown: row.EngineSession != ""}
-	rr := &runRoute{st: router.New(r, text, reasoning), tenant: row.Tenant, session: row.SessionID, project: row.ProjectID}
+	rr := &runRoute{st: router.New(r, partial), tenant: row.Tenant, session: row.SessionID, project: row.ProjectID}
 	if row.State.Terminal() {
 		rr.ended = time.Now()
 	}
@@ -293,47 +293,31 @@ func (p *pipeline) prime(run store.RunRow, head, modelName, accountName string) 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.runs[run.ID]; !ok {
-		p.runs[run.ID] = &runRoute{st: router.New(r, "", ""), tenant: run.Tenant, session: run.SessionID, project: run.ProjectID}
+		p.runs[run.ID] = &runRoute{st: router.New(r, nil), tenant: run.Tenant, session: run.SessionID, project: run.ProjectID}
 	}
 }
 
-// partialsSince rebuilds the text and reasoning streamed after the run's last
-// saved message, from the committed event log.
-func partialsSince(ctx context.Context, db eventlog.DB, run string) (string, string, error) {
+// partialsSince rebuilds what the run streamed after its last saved
+// message, and which stream is still open, from the committed event log.
+func partialsSince(ctx context.Context, db eventlog.DB, run string) (*router.Partial, error) {
 	evs, err := eventlog.ReadAll(ctx, db, run)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	var text, reasoning []byte
+	p := &router.Partial{}
 	for _, ev := range evs {
-		switch ev.Type {
+		switch ev.Type { // a saved message clears by its type: no need to decode it
 		case events.TypeAssistant:
-			text = text[:0]
+			p.Fold(events.AssistantMessage{})
 		case events.TypeReasoning:
-			reasoning = reasoning[:0]
+			p.Fold(events.ReasoningMessage{})
 		case events.TypeStreamEvent:
-			o, err := events.DecodeOutput(ev.Payload)
-			if err != nil {
-				continue
-			}
-			se := o.(events.StreamEvent)
-			buf := &text
-			if se.Reasoning {
-				buf = &reasoning
-			}
-			switch se.Event {
-			case events.StreamStart:
-				*buf = (*buf)[:0]
-			case events.StreamDelta:
-				*buf = append(*buf, se.Text...)
-			case events.StreamStop:
-				if se.Reasoning {
-					reasoning = reasoning[:0]
-				}
+			if o, err := events.DecodeOutput(ev.Payload); err == nil {
+				p.Fold(o)
 			}
 		}
 	}
-	return string(text), string(reasoning), nil
+	return p, nil
 }
 
 // housekeep routes envelopes that waited too long for a missing predecessor

@@ -343,7 +343,42 @@ func TestInterruptKeepsTheSessionUsableCancelStopsHard(t *testing.T) {
 	if !hasInterruptedText(evs, r2.RunID) {
 		t.Error("the cancelled turn's partial text was not saved as an interrupted message")
 	}
+	for _, r := range []string{r1.RunID, r2.RunID} {
+		if open := openPartials(evs, r); open != "" {
+			t.Errorf("run %s ended with its partial stream open (%s): %s", r, open, summarize(evs))
+		}
+	}
 	h.waitRunState(tn, r2.RunID, events.RunCancelled)
+}
+
+// openPartials names the chat:partial streams of run that started and had
+// not ended when the run finished ("" when none).
+func openPartials(evs []events.ChatEvent, run string) string {
+	open := map[bool]bool{}
+	for _, ev := range evs {
+		if ev.RunID != run {
+			continue
+		}
+		if ev.Type == events.ChatTypeStreamFinished {
+			break
+		}
+		if p, ok := ev.Data.(events.ChatPartial); ok {
+			switch p.EventType {
+			case events.PartialStart:
+				open[p.Reasoning] = true
+			case events.PartialEnd:
+				open[p.Reasoning] = false
+			}
+		}
+	}
+	var names []string
+	if open[true] {
+		names = append(names, "reasoning")
+	}
+	if open[false] {
+		names = append(names, "text")
+	}
+	return strings.Join(names, ", ")
 }
 
 func hasInterruptedText(evs []events.ChatEvent, run string) bool {
