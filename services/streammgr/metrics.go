@@ -17,6 +17,8 @@ var (
 		metric.WithDescription("runs that reached a terminal state, by state"))
 	runsLost, _ = meter.Int64Counter("clopen.streammgr.runs.lost",
 		metric.WithDescription("runs whose worker vanished"))
+	pinLost, _ = meter.Int64Counter("clopen.streammgr.consumer.pin_lost",
+		metric.WithDescription("pull requests of the EVENTS consumer refused because this instance's pin had lapsed"))
 	eventsRouted, _ = meter.Int64Counter("clopen.streammgr.events.routed",
 		metric.WithDescription("engine events routed, by output type"))
 	commitLag, _ = meter.Float64Histogram("clopen.streammgr.commit.lag",

@@ -28,6 +28,21 @@ const (
 	priorityGroup = "streammgr"
 )
 
+// pinTiming returns how long the server keeps the consumer pinned to an
+// instance that sends no new pull request (the TTL, which is also how long a
+// dead instance holds the pin), and how long each pull request of the pinned
+// instance lives. Only a new pull request carrying the pin id renews the
+// pin — deliveries and heartbeats do not — and a Consume sends one only when
+// its request expires or half its batch is used. So requests must expire,
+// and be renewed, well within the TTL: with the default 30 s expiry and a
+// 10 s TTL, the pin lapsed 10 s into every quiet spell or long turn, the next
+// delivery was refused with "pin ID mismatch", and the pin went to whichever
+// instance asked first, while the old one still routed what it had buffered.
+func pinTiming(ackWait time.Duration) (ttl, expiry time.Duration) {
+	ttl = max(ackWait, 3*time.Second)
+	return ttl, max(ttl/4, time.Second) // jetstream refuses an expiry under 1 s
+}
+
 // pipeline consumes EVENTS: it routes each engine event as it arrives
 // (publishing chat events at once: live latency never waits for Postgres)
 // and hands the outcome to the writer, which commits in batches and acks
@@ -96,8 +111,8 @@ func (p *pipeline) consumer(ctx context.Context) (jetstream.Consumer, error) {
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned,
 		PriorityGroups: []string{priorityGroup},
-		PinnedTTL:      p.m.cfg.AckWait,
 	}
+	cfg.PinnedTTL, _ = pinTiming(p.m.cfg.AckWait)
 	if old, err := p.m.js.Consumer(ctx, events.StreamEvents, consumerName); err == nil {
 		if info := old.CachedInfo(); info.Config.AckPolicy != cfg.AckPolicy {
 			if err := p.m.js.DeleteConsumer(ctx, events.StreamEvents, consumerName); err != nil {
@@ -130,10 +145,18 @@ func (p *pipeline) run(ctx context.Context) error {
 	if err == nil {
 		defer func() { _ = reg.Unregister() }()
 	}
+	_, expiry := pinTiming(p.m.cfg.AckWait)
 	cc, err := c.Consume(func(msg jetstream.Msg) { p.handle(ctx, msg) },
-		jetstream.PullMaxMessages(2000), jetstream.PullPriorityGroup(priorityGroup),
+		jetstream.PullMaxMessages(2000), jetstream.PullPriorityGroup(priorityGroup), jetstream.PullExpiry(expiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+			switch {
+			case errors.Is(err, jetstream.ErrNoHeartbeat):
+			case errors.Is(err, jetstream.ErrPinIDMismatch):
+				// This instance did not renew its pin within the TTL (it
+				// was stalled): another instance may have routed since.
+				pinLost.Add(ctx, 1)
+				p.m.log.Warn("events consumer lost its pin", "err", err)
+			default:
 				p.m.log.Warn("events consumer", "err", err)
 			}
 		}))

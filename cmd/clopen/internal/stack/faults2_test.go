@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/embeddednats"
-	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/privatepg"
 	worker "clopen.dev/services/engine-worker"
@@ -149,29 +147,13 @@ func TestTwoStreammgrsKeepPerRunOrder(t *testing.T) {
 	h := start(t, Config{NoStreammgr: true})
 	cfg := streammgr.DefaultConfig()
 	cfg.AckWait = 3 * time.Second
-	var stops []func()
-	for range 2 {
-		nc := h.connect()
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = streammgr.Run(ctx, cfg, streammgr.Deps{NATS: nc, DB: h.st.DB, Logger: logging.Discard(), Health: health.New()})
-		}()
-		stops = append(stops, func() { cancel(); wg.Wait(); nc.Close() })
-	}
-	defer func() {
-		for _, s := range stops {
-			s()
-		}
-	}()
+	first := h.runStreammgr(cfg, logging.Discard())
+	h.runStreammgr(cfg, logging.Discard())
 	h.waitService("streammgr")
 	tn := newTenant()
 	turns := h.startTurns(tn, 6, "scripted/slow?delay=5ms")
 	h.waitAllStreaming(turns)
-	stops[0]() // one instance goes away mid-turn; the other carries on
-	stops[0] = func() {}
+	first.Stop() // one instance goes away mid-turn; the other carries on
 	h.checkTurns(tn, turns, slowText)
 }
 
