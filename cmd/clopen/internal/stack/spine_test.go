@@ -438,6 +438,15 @@ func TestAskUserQuestionParksUntilAnswered(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 		t.Errorf("a stale answer after the run ended = %v, want 409", err)
 	}
+	// The turn's last message is saved with the result's stop reason, as a
+	// plain turn's is.
+	h.waitRunState(tn, r.RunID, events.RunCompleted)
+	var msgs []events.MessageRow
+	h.must(events.OpMessagesList, events.MessageList{Caller: tn.Caller, SessionID: s.ID}, &msgs)
+	last, err := events.DecodeOutput(msgs[len(msgs)-1].Message)
+	if a, ok := last.(events.AssistantMessage); err != nil || !ok || a.StopReason != events.StopEndTurn {
+		t.Errorf("the ask turn's last message was saved as %s, want an assistant message with stop reason end_turn", msgs[len(msgs)-1].Message)
+	}
 }
 
 // TestTenantIsolation: every streammgr operation, called with another

@@ -36,6 +36,7 @@ func Apply(ctx context.Context, tx pgx.Tx, ps []Projected, cursors map[string]ui
 	sessions := map[string]*sessAgg{}
 	var order []string // runs in first-seen order
 	var ended []Ended
+	var updates []router.Update // after the inserts: a message saved and rewritten in one batch keeps the rewrite
 	limits := map[rateKey]events.ChatRateLimit{}
 	for _, p := range ps {
 		o := p.Out
@@ -44,13 +45,7 @@ func Apply(ctx context.Context, tx pgx.Tx, ps []Projected, cursors map[string]ui
 				return nil, err
 			}
 		}
-		for _, u := range o.Updates {
-			data, err := events.EncodeOutput(u.Output)
-			if err != nil {
-				return nil, err
-			}
-			b.Queue(`UPDATE streammgr.messages SET data = $2 WHERE id = $1`, u.RowID, data)
-		}
+		updates = append(updates, o.Updates...)
 		if rl := o.RateLimit; rl != nil {
 			limits[rateKey{p.Tenant, string(rl.Engine), rl.AccountID}] = rl.Data // the latest report wins
 		}
@@ -85,6 +80,13 @@ func Apply(ctx context.Context, tx pgx.Tx, ps []Projected, cursors map[string]ui
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
 				AS u(i, t, s, r, p, ty, d, c)
 			ON CONFLICT (id) DO NOTHING`, ins.ids, ins.tenants, ins.sessions, ins.runs, ins.parents, ins.types, ins.data, ins.at)
+	}
+	for _, u := range updates {
+		data, err := events.EncodeOutput(u.Output)
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(`UPDATE streammgr.messages SET data = $2 WHERE id = $1`, u.RowID, data)
 	}
 	for _, id := range order {
 		runs[id].queue(b, id)
