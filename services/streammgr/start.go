@@ -229,7 +229,7 @@ func (m *Manager) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Locked,
 		return nil, err
 	}
 	run.UserMessageID = userRow
-	if err := store.MarkDispatched(ctx, tx, run); err != nil {
+	if err := store.MarkDispatched(ctx, tx, run, now); err != nil {
 		return nil, err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE streammgr.runs SET last_seq = 1 WHERE id = $1`, run.ID); err != nil {

@@ -213,6 +213,31 @@ func TestSecondPromptWaitsForTheActiveRun(t *testing.T) {
 	if users != 1 {
 		t.Errorf("the queued prompt was saved %d times, want once", users)
 	}
+	h.waitRunState(tn, second.RunID, events.RunCompleted)
+	h.checkTimings(tn, s.ID)
+}
+
+// checkTimings checks that every run of session has its timings in order:
+// queued ≤ dispatched ≤ claimed ≤ first output ≤ ended.
+func (h *harness) checkTimings(tn tenant, session string) {
+	h.t.Helper()
+	var runs []events.Run
+	h.must(events.OpRunsList, events.RunList{Caller: tn.Caller, SessionID: session}, &runs)
+	for _, r := range runs {
+		seq := []*time.Time{&r.QueuedAt, r.DispatchedAt, r.ClaimedAt, r.FirstOutputAt, r.EndedAt}
+		names := []string{"queued", "dispatched", "claimed", "first output", "ended"}
+		last := 0
+		for i := 1; i < len(seq); i++ {
+			if seq[i] == nil {
+				continue
+			}
+			if seq[i].Before(*seq[last]) {
+				h.t.Errorf("run %s: %s at %s is before %s at %s", r.ID, names[i], seq[i].Format(time.RFC3339Nano),
+					names[last], seq[last].Format(time.RFC3339Nano))
+			}
+			last = i
+		}
+	}
 }
 
 // TestCancelOneRunLeavesTheOtherUntouched runs two turns side by side in one
@@ -447,6 +472,7 @@ func TestAskUserQuestionParksUntilAnswered(t *testing.T) {
 	if a, ok := last.(events.AssistantMessage); err != nil || !ok || a.StopReason != events.StopEndTurn {
 		t.Errorf("the ask turn's last message was saved as %s, want an assistant message with stop reason end_turn", msgs[len(msgs)-1].Message)
 	}
+	h.checkTimings(tn, s.ID)
 }
 
 // TestTenantIsolation: every streammgr operation, called with another

@@ -86,3 +86,49 @@ func TestAMessageSavedAndRewrittenInOneBatchKeepsTheRewrite(t *testing.T) {
 		t.Errorf("stored stop reason = %q, want %q", got, events.StopEndTurn)
 	}
 }
+
+// TestRunTimingsNeverGoBackwards: queued ≤ dispatched ≤ claimed ≤ first
+// output ≤ ended, whatever the clocks that stamped them say — a dispatch
+// stamped before the queueing, a worker whose clock is behind streammgr's.
+func TestRunTimingsNeverGoBackwards(t *testing.T) {
+	for _, tt := range []struct {
+		name                 string
+		dispatch             time.Duration // from the queueing
+		claim, first, finish time.Duration
+	}{
+		{"clocks agree", time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 4 * time.Millisecond},
+		{"dispatch stamped before the queueing", -time.Second, time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond},
+		{"the worker's clock is behind", time.Millisecond, -5 * time.Second, -4 * time.Second, -3 * time.Second},
+		{"events out of clock order", time.Millisecond, 3 * time.Millisecond, 2 * time.Millisecond, time.Millisecond},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			ctx := context.Background()
+			f.inTx(t, func(tx pgx.Tx) error {
+				return store.MarkDispatched(ctx, tx, store.RunRow{ID: f.run}, f.queuedAt.Add(tt.dispatch))
+			})
+			q := f.queuedAt
+			f.apply(t, []events.Output{events.RunState{State: events.RunClaimed, Reason: "w"},
+				events.SystemInit{SessionID: "eng-1"}, events.RunState{State: events.RunCompleted}},
+				[]time.Time{q.Add(tt.claim), q.Add(tt.first), q.Add(tt.finish)})
+			row, err := store.LoadRun(ctx, f.db, f.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := store.Public(ctx, f.db, row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.DispatchedAt == nil || r.ClaimedAt == nil || r.FirstOutputAt == nil || r.EndedAt == nil {
+				t.Fatalf("timings missing: %+v", r)
+			}
+			seq := []time.Time{r.QueuedAt, *r.DispatchedAt, *r.ClaimedAt, *r.FirstOutputAt, *r.EndedAt}
+			for i := 1; i < len(seq); i++ {
+				if seq[i].Before(seq[i-1]) {
+					t.Errorf("timing %d (%s) is before timing %d (%s): queued, dispatched, claimed, first output, ended = %v",
+						i, seq[i].Format(time.RFC3339Nano), i-1, seq[i-1].Format(time.RFC3339Nano), seq)
+				}
+			}
+		})
+	}
+}
