@@ -171,7 +171,7 @@ func Unfinished(ctx context.Context, db DB) ([]RunRow, error) {
 func Public(ctx context.Context, db DB, r RunRow) (events.Run, error) {
 	out := events.Run{ID: r.ID, SessionID: r.SessionID, ProjectID: r.ProjectID, State: r.State, Engine: r.Engine,
 		Model: r.Model, Effort: r.Effort, WorkerID: r.WorkerID, Epoch: r.Epoch, EngineSessionID: r.EngineSession,
-		QueuedAt: r.QueuedAt, DispatchedAt: r.DispatchedAt, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt}
+		ClientRequestID: r.ClientRequestID, QueuedAt: r.QueuedAt, DispatchedAt: r.DispatchedAt, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt}
 	var usage []byte
 	var errMsg, kind *string
 	err := db.QueryRow(ctx, `SELECT usage, cost_usd, error, error_kind, first_output_at, artifact_revision FROM streammgr.runs WHERE id = $1`,
