@@ -71,6 +71,9 @@ type runRoute struct {
 	session string
 	project string
 	ended   time.Time // when it reached a terminal state: forgotten a while later
+	// primed is when this instance recorded the run as it dispatched it;
+	// zero once it routed one of the run's events here.
+	primed time.Time
 }
 
 // write is one routed envelope on its way to Postgres.
@@ -194,7 +197,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rr, err := p.route(ctx, env.Run)
+	rr, err := p.stateFor(ctx, env)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			p.m.log.Warn("event of an unknown run dropped", "run_id", env.Run)
@@ -222,6 +225,7 @@ func (p *pipeline) routeReady(ctx context.Context, rr *runRoute, ready []router.
 		w := h.Token.(*write)
 		w.run, w.tenant, w.sess = h.Env.Run, rr.tenant, rr.session
 		w.out = rr.st.Route(h.Env)
+		rr.primed = time.Time{}
 		eventsRouted.Add(ctx, 1, metric.WithAttributes(attribute.String("type", h.Env.Output.OutputType())))
 		if w.out.Store {
 			w.typ = h.Env.Output.OutputType() // w.body is the output as it arrived
@@ -275,6 +279,20 @@ func (p *pipeline) publish(ctx context.Context, rr *runRoute, out router.Outcome
 	return pubs
 }
 
+// stateFor returns the memory of env's run. A run this instance dispatched
+// and only primed, whose first event here is not the first of the run, had
+// its events routed by another instance (the one the consumer was pinned to,
+// until it went away): its memory is reloaded from what that one committed,
+// or it would wait for events that are never redelivered.
+func (p *pipeline) stateFor(ctx context.Context, env events.Envelope) (*runRoute, error) {
+	rr, err := p.route(ctx, env.Run)
+	if err != nil || rr.primed.IsZero() || env.Seq <= 1 {
+		return rr, err
+	}
+	delete(p.runs, env.Run)
+	return p.route(ctx, env.Run)
+}
+
 // route returns the memory of run, loading it from the committed state the
 // first time: its row, the session HEAD, and the partial text streamed since
 // its last saved message (rebuilt from the event log).
@@ -316,7 +334,8 @@ func (p *pipeline) prime(run store.RunRow, head, modelName, accountName string) 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.runs[run.ID]; !ok {
-		p.runs[run.ID] = &runRoute{st: router.New(r, nil), tenant: run.Tenant, session: run.SessionID, project: run.ProjectID}
+		p.runs[run.ID] = &runRoute{st: router.New(r, nil), tenant: run.Tenant, session: run.SessionID, project: run.ProjectID,
+			primed: time.Now()}
 	}
 }
 
@@ -344,7 +363,8 @@ func partialsSince(ctx context.Context, db eventlog.DB, run string) (*router.Par
 }
 
 // housekeep routes envelopes that waited too long for a missing predecessor
-// and forgets runs that ended a while ago.
+// and forgets runs that ended a while ago, and runs primed here whose events
+// never came (another instance routes them).
 func (p *pipeline) housekeep(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -354,7 +374,11 @@ func (p *pipeline) housekeep(ctx context.Context) {
 			p.m.log.Warn("routing past a gap in a run's events", "run_id", id, "events", len(ready))
 			p.routeReady(ctx, rr, ready)
 		}
-		if !rr.ended.IsZero() && now.Sub(rr.ended) > 2*time.Minute && !rr.ord.Pending() {
+		idle := rr.ended
+		if idle.IsZero() {
+			idle = rr.primed
+		}
+		if !idle.IsZero() && now.Sub(idle) > 2*time.Minute && !rr.ord.Pending() {
 			delete(p.runs, id)
 		}
 	}

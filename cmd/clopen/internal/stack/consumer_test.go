@@ -68,7 +68,7 @@ func TestTheEventsConsumerKeepsItsPin(t *testing.T) {
 	}
 	var mismatches atomic.Int32
 	for range 2 {
-		h.runStreammgr(cfg, slog.New(&errCounter{match: "pin ID mismatch", n: &mismatches}))
+		h.runStreammgr(cfg, slog.New(&logCounter{match: "pin ID mismatch", n: &mismatches}))
 	}
 	h.waitService("streammgr")
 	tn := newTenant()
@@ -90,24 +90,26 @@ func TestTheEventsConsumerKeepsItsPin(t *testing.T) {
 	}
 }
 
-// errCounter is a slog handler counting the records whose err attribute
-// contains match.
-type errCounter struct {
+// logCounter is a slog handler counting the records whose message or an
+// attribute contains match.
+type logCounter struct {
 	match string
 	n     *atomic.Int32
 }
 
-func (c *errCounter) Enabled(context.Context, slog.Level) bool { return true }
+func (c *logCounter) Enabled(context.Context, slog.Level) bool { return true }
 
-func (c *errCounter) Handle(_ context.Context, r slog.Record) error {
+func (c *logCounter) Handle(_ context.Context, r slog.Record) error {
+	found := strings.Contains(r.Message, c.match)
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "err" && strings.Contains(a.Value.String(), c.match) {
-			c.n.Add(1)
-		}
-		return true
+		found = found || strings.Contains(a.Value.String(), c.match)
+		return !found
 	})
+	if found {
+		c.n.Add(1)
+	}
 	return nil
 }
 
-func (c *errCounter) WithAttrs([]slog.Attr) slog.Handler { return c }
-func (c *errCounter) WithGroup(string) slog.Handler      { return c }
+func (c *logCounter) WithAttrs([]slog.Attr) slog.Handler { return c }
+func (c *logCounter) WithGroup(string) slog.Handler      { return c }
