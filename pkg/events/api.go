@@ -45,6 +45,10 @@ type APIError struct {
 	Status  int    `json:"status"`
 	Code    string `json:"code"` // invalid_request | not_found | conflict | unavailable | internal | too_large
 	Message string `json:"message"`
+	// ClientRequestID is set when a send timed out: the id the turn, if it
+	// started, carries (GET /v1/sessions/{id}/runs lists it), and that a
+	// retry repeats to get that turn rather than a second one.
+	ClientRequestID string `json:"clientRequestId,omitempty"`
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -62,7 +66,8 @@ type StartTurnRequest struct {
 	Effort    string     `json:"reasoningEffort,omitempty"`
 	ProfileID *string    `json:"profileId,omitempty"` // null = explicitly none
 	// ClientRequestID makes a retried send idempotent: the same id in the same
-	// session returns the first run instead of starting another.
+	// session returns the first run instead of starting another. The gateway
+	// gives a send without one an id of its own.
 	ClientRequestID string `json:"clientRequestId,omitempty"`
 }
 
@@ -72,6 +77,9 @@ type StartTurnReply struct {
 	RunID            string `json:"runId"`
 	Queued           bool   `json:"queued"`
 	UserMessageRowID string `json:"userMessageRowId,omitempty"` // empty while queued
+	// ClientRequestID is the send's idempotency key: the client's, or the
+	// one the gateway made up.
+	ClientRequestID string `json:"clientRequestId,omitempty"`
 }
 
 // RunControl is the body of cancel and interrupt. RunID empty means the
@@ -189,6 +197,7 @@ type Run struct {
 	ErrorKind       string       `json:"errorKind,omitempty"`
 	Usage           *TokenUsage  `json:"usage,omitempty"`
 	CostUSD         *float64     `json:"totalCostUsd,omitempty"`
+	ClientRequestID string       `json:"clientRequestId,omitempty"` // of the send that started it
 	QueuedAt        time.Time    `json:"queuedAt"`
 	DispatchedAt    *time.Time   `json:"dispatchedAt,omitempty"`
 	ClaimedAt       *time.Time   `json:"claimedAt,omitempty"`

@@ -51,6 +51,10 @@ type Config struct {
 	WSOrigins []string
 
 	ShutdownGrace time.Duration // how long clients get to leave after bye
+
+	// StartTimeout bounds one attempt to start a turn in streammgr; a send
+	// tries twice before it answers 504 (zero: the bus's default).
+	StartTimeout time.Duration
 }
 
 // DefaultConfig returns the configuration `clopen dev` uses.
@@ -92,7 +96,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	}
 	store := identity.New(d.DB)
 	authn := auth.New(store, auth.Config{Rate: cfg.RateLimit, Burst: cfg.RateBurst}, d.Logger)
-	ch := chats.New(d.NATS, store)
+	ch := chats.New(d.NATS, store, chats.Config{StartTimeout: cfg.StartTimeout})
 	arts := artifacts.New(d.NATS, store)
 	eng := engines.New(d.NATS, store)
 	hub, err := live.New(live.Config{

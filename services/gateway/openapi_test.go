@@ -59,6 +59,11 @@ func TestOpenAPIIsTrue(t *testing.T) {
 		if _, ok := o.Responses[itoa(rt.Status())]; !ok {
 			t.Errorf("%s %s: no %d response documented", rt.Method, rt.Path, rt.Status())
 		}
+		for status := range rt.Errors {
+			if _, ok := o.Responses[itoa(status)]; !ok {
+				t.Errorf("%s %s: its %d error is not documented", rt.Method, rt.Path, status)
+			}
+		}
 		for _, m := range regexp.MustCompile(`\{(\w+)\}`).FindAllStringSubmatch(rt.Path, -1) {
 			found := false
 			for _, p := range o.Params {

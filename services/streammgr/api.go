@@ -178,9 +178,11 @@ func (m *Manager) snapshot(ctx context.Context, req events.SessionRef) (events.S
 				return events.Snapshot{}, err
 			}
 			snap.ActiveRun = &pub
-			if snap.PartialText, snap.PartialReasoning, err = partialsSince(ctx, tx, r.ID); err != nil {
+			partial, err := partialsSince(ctx, tx, r.ID)
+			if err != nil {
 				return events.Snapshot{}, err
 			}
+			snap.PartialText, snap.PartialReasoning = partial.Text(), partial.Reasoning()
 		}
 	}
 	return snap, nil

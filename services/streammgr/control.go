@@ -106,15 +106,15 @@ func (m *Manager) ask(ctx context.Context, r store.RunRow, verb string, req even
 
 // cancelQueued cancels a run that never left the session's queue.
 func (m *Manager) cancelQueued(ctx context.Context, r store.RunRow) (events.ControlReply, error) {
-	tag, err := m.db.Exec(ctx, `UPDATE streammgr.runs SET state = 'cancelled', ended_at = now()
-		WHERE id = $1 AND state = 'queued' AND dispatched_at IS NULL`, r.ID)
+	now := time.Now().UTC()
+	tag, err := m.db.Exec(ctx, `UPDATE streammgr.runs SET state = 'cancelled', ended_at = greatest($2::timestamptz, queued_at)
+		WHERE id = $1 AND state = 'queued' AND dispatched_at IS NULL`, r.ID, now)
 	if err != nil {
 		return events.ControlReply{}, err
 	}
 	if tag.RowsAffected() == 0 {
 		return events.ControlReply{State: r.State, Error: "run started meanwhile; cancel again"}, nil
 	}
-	now := time.Now().UTC()
 	m.publishChat(ctx, r.Tenant, []events.ChatEvent{{Type: events.ChatTypeRunState, ChatSessionID: r.SessionID,
 		ProjectID: r.ProjectID, RunID: r.ID, Timestamp: now,
 		Data: events.ChatRunState{State: events.RunCancelled, Reason: "cancelled before it started"}}})

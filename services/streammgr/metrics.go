@@ -19,6 +19,8 @@ var (
 		metric.WithDescription("runs whose worker vanished"))
 	eventsDead, _ = meter.Int64Counter("clopen.streammgr.events.dead",
 		metric.WithDescription("events Postgres refused, set aside in streammgr.dead_events, by output type"))
+	pinLost, _ = meter.Int64Counter("clopen.streammgr.consumer.pin_lost",
+		metric.WithDescription("pull requests of the EVENTS consumer refused because this instance's pin had lapsed"))
 	eventsRouted, _ = meter.Int64Counter("clopen.streammgr.events.routed",
 		metric.WithDescription("engine events routed, by output type"))
 	commitLag, _ = meter.Float64Histogram("clopen.streammgr.commit.lag",

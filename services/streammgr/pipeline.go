@@ -28,6 +28,21 @@ const (
 	priorityGroup = "streammgr"
 )
 
+// pinTiming returns how long the server keeps the consumer pinned to an
+// instance that sends no new pull request (the TTL, which is also how long a
+// dead instance holds the pin), and how long each pull request of the pinned
+// instance lives. Only a new pull request carrying the pin id renews the
+// pin — deliveries and heartbeats do not — and a Consume sends one only when
+// its request expires or half its batch is used. So requests must expire,
+// and be renewed, well within the TTL: with the default 30 s expiry and a
+// 10 s TTL, the pin lapsed 10 s into every quiet spell or long turn, the next
+// delivery was refused with "pin ID mismatch", and the pin went to whichever
+// instance asked first, while the old one still routed what it had buffered.
+func pinTiming(ackWait time.Duration) (ttl, expiry time.Duration) {
+	ttl = max(ackWait, 3*time.Second)
+	return ttl, max(ttl/4, time.Second) // jetstream refuses an expiry under 1 s
+}
+
 // pipeline consumes EVENTS: it routes each engine event as it arrives
 // (publishing chat events at once: live latency never waits for Postgres)
 // and hands the outcome to the writer, which commits in batches and acks
@@ -61,6 +76,9 @@ type runRoute struct {
 	session string
 	project string
 	ended   time.Time // when it reached a terminal state: forgotten a while later
+	// primed is when this instance recorded the run as it dispatched it;
+	// zero once it routed one of the run's events here.
+	primed time.Time
 }
 
 // write is one routed envelope on its way to Postgres.
@@ -103,8 +121,8 @@ func (p *pipeline) consumer(ctx context.Context) (jetstream.Consumer, error) {
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned,
 		PriorityGroups: []string{priorityGroup},
-		PinnedTTL:      p.m.cfg.AckWait,
 	}
+	cfg.PinnedTTL, _ = pinTiming(p.m.cfg.AckWait)
 	if old, err := p.m.js.Consumer(ctx, events.StreamEvents, consumerName); err == nil {
 		if info := old.CachedInfo(); info.Config.AckPolicy != cfg.AckPolicy {
 			if err := p.m.js.DeleteConsumer(ctx, events.StreamEvents, consumerName); err != nil {
@@ -158,10 +176,18 @@ func (p *pipeline) consume(ctx context.Context) error {
 	}
 	var lastErr error
 	var errMu sync.Mutex
+	_, expiry := pinTiming(p.m.cfg.AckWait)
 	cc, err := c.Consume(func(msg jetstream.Msg) { p.handle(ctx, msg) },
-		jetstream.PullMaxMessages(2000), jetstream.PullPriorityGroup(priorityGroup),
+		jetstream.PullMaxMessages(2000), jetstream.PullPriorityGroup(priorityGroup), jetstream.PullExpiry(expiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
-			if !errors.Is(err, jetstream.ErrNoHeartbeat) {
+			switch {
+			case errors.Is(err, jetstream.ErrNoHeartbeat):
+			case errors.Is(err, jetstream.ErrPinIDMismatch):
+				// This instance did not renew its pin within the TTL (it
+				// was stalled): another instance may have routed since.
+				pinLost.Add(ctx, 1)
+				p.m.log.Warn("events consumer lost its pin", "err", err)
+			default:
 				p.m.log.Warn("events consumer", "err", err)
 			}
 			errMu.Lock()
@@ -212,7 +238,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rr, err := p.route(ctx, env.Run)
+	rr, err := p.stateFor(ctx, env)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			// Runs are committed before their jobs go out: this one was deleted.
@@ -245,6 +271,7 @@ func (p *pipeline) routeReady(ctx context.Context, rr *runRoute, ready []router.
 		w.typ = h.Env.Output.OutputType() // w.body is the output as it arrived
 		w.routed = time.Now()
 		eventsRouted.Add(ctx, 1, metric.WithAttributes(attribute.String("type", w.typ)))
+		rr.primed = time.Time{}
 		w.chat = p.publish(ctx, rr, w.out)
 		if w.out.Terminal != "" {
 			rr.ended = time.Now()
@@ -294,6 +321,20 @@ func (p *pipeline) publish(ctx context.Context, rr *runRoute, out router.Outcome
 	return pubs
 }
 
+// stateFor returns the memory of env's run. A run this instance dispatched
+// and only primed, whose first event here is not the first of the run, had
+// its events routed by another instance (the one the consumer was pinned to,
+// until it went away): its memory is reloaded from what that one committed,
+// or it would wait for events that are never redelivered.
+func (p *pipeline) stateFor(ctx context.Context, env events.Envelope) (*runRoute, error) {
+	rr, err := p.route(ctx, env.Run)
+	if err != nil || rr.primed.IsZero() || env.Seq <= 1 {
+		return rr, err
+	}
+	delete(p.runs, env.Run)
+	return p.route(ctx, env.Run)
+}
+
 // route returns the memory of run, loading it from the committed state the
 // first time: its row, the session HEAD, and the partial text streamed since
 // its last saved message (rebuilt from the event log).
@@ -306,9 +347,9 @@ func (p *pipeline) route(ctx context.Context, run string) (*runRoute, error) {
 		return nil, err
 	}
 	row := rt.Run
-	var text, reasoning string
+	var partial *router.Partial
 	if row.Epoch > 0 { // a worker already sent events: what streamed since the last message
-		if text, reasoning, err = partialsSince(ctx, p.m.db, run); err != nil {
+		if partial, err = partialsSince(ctx, p.m.db, run); err != nil {
 			return nil, err
 		}
 	}
@@ -316,7 +357,7 @@ func (p *pipeline) route(ctx context.Context, run string) (*runRoute, error) {
 		Engine: row.Engine, ModelName: rt.ModelName, AccountID: rt.AccountID, AccountName: rt.Account,
 		Effort: row.Effort, SenderID: row.RequestedBy, SenderName: row.SenderName, State: row.State,
 		Epoch: row.Epoch, LastSeq: row.LastSeq, Head: rt.Head, EngineSessionKnown: row.EngineSession != ""}
-	rr := &runRoute{st: router.New(r, text, reasoning), tenant: row.Tenant, session: row.SessionID, project: row.ProjectID}
+	rr := &runRoute{st: router.New(r, partial), tenant: row.Tenant, session: row.SessionID, project: row.ProjectID}
 	if row.State.Terminal() {
 		rr.ended = time.Now()
 	}
@@ -335,51 +376,37 @@ func (p *pipeline) prime(run store.RunRow, head, modelName, accountName string) 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if _, ok := p.runs[run.ID]; !ok {
-		p.runs[run.ID] = &runRoute{st: router.New(r, "", ""), tenant: run.Tenant, session: run.SessionID, project: run.ProjectID}
+		p.runs[run.ID] = &runRoute{st: router.New(r, nil), tenant: run.Tenant, session: run.SessionID, project: run.ProjectID,
+			primed: time.Now()}
 	}
 }
 
-// partialsSince rebuilds the text and reasoning streamed after the run's last
-// saved message, from the committed event log.
-func partialsSince(ctx context.Context, db eventlog.DB, run string) (string, string, error) {
+// partialsSince rebuilds what the run streamed after its last saved
+// message, and which stream is still open, from the committed event log.
+func partialsSince(ctx context.Context, db eventlog.DB, run string) (*router.Partial, error) {
 	evs, err := eventlog.ReadAll(ctx, db, run)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
-	var text, reasoning []byte
+	p := &router.Partial{}
 	for _, ev := range evs {
-		switch ev.Type {
+		switch ev.Type { // a saved message clears by its type: no need to decode it
 		case events.TypeAssistant:
-			text = text[:0]
+			p.Fold(events.AssistantMessage{})
 		case events.TypeReasoning:
-			reasoning = reasoning[:0]
+			p.Fold(events.ReasoningMessage{})
 		case events.TypeStreamEvent:
-			o, err := events.DecodeOutput(ev.Payload)
-			if err != nil {
-				continue
-			}
-			se := o.(events.StreamEvent)
-			buf := &text
-			if se.Reasoning {
-				buf = &reasoning
-			}
-			switch se.Event {
-			case events.StreamStart:
-				*buf = (*buf)[:0]
-			case events.StreamDelta:
-				*buf = append(*buf, se.Text...)
-			case events.StreamStop:
-				if se.Reasoning {
-					reasoning = reasoning[:0]
-				}
+			if o, err := events.DecodeOutput(ev.Payload); err == nil {
+				p.Fold(o)
 			}
 		}
 	}
-	return string(text), string(reasoning), nil
+	return p, nil
 }
 
 // housekeep routes envelopes that waited too long for a missing predecessor
-// and forgets runs that ended a while ago.
+// and forgets runs that ended a while ago, and runs primed here whose events
+// never came (another instance routes them).
 func (p *pipeline) housekeep(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -389,7 +416,11 @@ func (p *pipeline) housekeep(ctx context.Context) {
 			p.m.log.Warn("routing past a gap in a run's events", "run_id", id, "events", len(ready))
 			p.routeReady(ctx, rr, ready)
 		}
-		if !rr.ended.IsZero() && now.Sub(rr.ended) > 2*time.Minute && !rr.ord.Pending() {
+		idle := rr.ended
+		if idle.IsZero() {
+			idle = rr.primed
+		}
+		if !idle.IsZero() && now.Sub(idle) > 2*time.Minute && !rr.ord.Pending() {
 			delete(p.runs, id)
 		}
 	}

@@ -40,7 +40,8 @@ func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (event
 		if req.ClientRequestID != "" {
 			prev, found, err := store.RunByClientRequest(ctx, tx, l.ID, req.ClientRequestID)
 			if err != nil || found {
-				reply = events.StartTurnReply{RunID: prev.ID, Queued: prev.DispatchedAt == nil, UserMessageRowID: prev.UserMessageID}
+				reply = events.StartTurnReply{RunID: prev.ID, Queued: prev.DispatchedAt == nil, UserMessageRowID: prev.UserMessageID,
+					ClientRequestID: prev.ClientRequestID}
 				return err
 			}
 		}
@@ -61,7 +62,7 @@ func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (event
 		if err := store.InsertRun(ctx, tx, run); err != nil {
 			return err
 		}
-		reply = events.StartTurnReply{RunID: run.ID, Queued: l.ActiveRunID != ""}
+		reply = events.StartTurnReply{RunID: run.ID, Queued: l.ActiveRunID != "", ClientRequestID: run.ClientRequestID}
 		if l.ActiveRunID != "" {
 			return nil // waits behind the active run
 		}
@@ -229,7 +230,7 @@ func (m *Manager) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Locked,
 		return nil, err
 	}
 	run.UserMessageID = userRow
-	if err := store.MarkDispatched(ctx, tx, run); err != nil {
+	if err := store.MarkDispatched(ctx, tx, run, now); err != nil {
 		return nil, err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE streammgr.runs SET last_seq = 1 WHERE id = $1`, run.ID); err != nil {

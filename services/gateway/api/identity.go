@@ -146,8 +146,11 @@ type Error struct {
 
 // ErrorDetail says what went wrong: a stable code (invalid_request,
 // unauthorized, forbidden, not_found, conflict, too_large, rate_limited,
-// unavailable, timeout, internal) and a message for people.
+// unavailable, timeout, internal) and a message for people. A send that
+// timed out names its clientRequestId: the turn, if it started, carries it
+// (GET /v1/sessions/{id}/runs), and sending again with it returns that turn.
 type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
+	Code            string `json:"code"`
+	Message         string `json:"message"`
+	ClientRequestID string `json:"clientRequestId,omitempty"`
 }

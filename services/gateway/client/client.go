@@ -70,7 +70,7 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
 			e.Error = api.ErrorDetail{Code: "http_" + strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(data))}
 		}
-		return &events.APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message}
+		return &events.APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message, ClientRequestID: e.Error.ClientRequestID}
 	}
 	if out == nil || len(data) == 0 {
 		return nil

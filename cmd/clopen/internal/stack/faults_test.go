@@ -1,18 +1,15 @@
 package stack
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"clopen.dev/pkg/events"
-	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/services/streammgr"
 )
@@ -133,21 +130,7 @@ func TestStreammgrRestartMidTurnLosesAndDuplicatesNothing(t *testing.T) {
 	h := start(t, Config{NoStreammgr: true})
 	cfg := streammgr.DefaultConfig()
 	cfg.AckWait = 3 * time.Second
-	runSM := func() (stop func()) {
-		nc := h.connect()
-		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = streammgr.Run(ctx, cfg, streammgr.Deps{NATS: nc, DB: h.st.DB, Logger: logging.Discard(), Health: health.New()})
-		}()
-		return func() {
-			nc.Close() // abrupt: in-flight acks and batches are lost
-			cancel()
-			wg.Wait()
-		}
-	}
+	runSM := func() (stop func()) { return h.runStreammgr(cfg, logging.Discard()).Kill }
 	stop := runSM()
 	h.waitService("streammgr")
 	tn := newTenant()

@@ -225,6 +225,31 @@ func TestSecondPromptWaitsForTheActiveRun(t *testing.T) {
 	if users != 1 {
 		t.Errorf("the queued prompt was saved %d times, want once", users)
 	}
+	h.waitRunState(tn, second.RunID, events.RunCompleted)
+	h.checkTimings(tn, s.ID)
+}
+
+// checkTimings checks that every run of session has its timings in order:
+// queued ≤ dispatched ≤ claimed ≤ first output ≤ ended.
+func (h *harness) checkTimings(tn tenant, session string) {
+	h.t.Helper()
+	var runs []events.Run
+	h.must(events.OpRunsList, events.RunList{Caller: tn.Caller, SessionID: session}, &runs)
+	for _, r := range runs {
+		seq := []*time.Time{&r.QueuedAt, r.DispatchedAt, r.ClaimedAt, r.FirstOutputAt, r.EndedAt}
+		names := []string{"queued", "dispatched", "claimed", "first output", "ended"}
+		last := 0
+		for i := 1; i < len(seq); i++ {
+			if seq[i] == nil {
+				continue
+			}
+			if seq[i].Before(*seq[last]) {
+				h.t.Errorf("run %s: %s at %s is before %s at %s", r.ID, names[i], seq[i].Format(time.RFC3339Nano),
+					names[last], seq[last].Format(time.RFC3339Nano))
+			}
+			last = i
+		}
+	}
 }
 
 // TestCancelOneRunLeavesTheOtherUntouched runs two turns side by side in one
@@ -355,7 +380,42 @@ func TestInterruptKeepsTheSessionUsableCancelStopsHard(t *testing.T) {
 	if !hasInterruptedText(evs, r2.RunID) {
 		t.Error("the cancelled turn's partial text was not saved as an interrupted message")
 	}
+	for _, r := range []string{r1.RunID, r2.RunID} {
+		if open := openPartials(evs, r); open != "" {
+			t.Errorf("run %s ended with its partial stream open (%s): %s", r, open, summarize(evs))
+		}
+	}
 	h.waitRunState(tn, r2.RunID, events.RunCancelled)
+}
+
+// openPartials names the chat:partial streams of run that started and had
+// not ended when the run finished ("" when none).
+func openPartials(evs []events.ChatEvent, run string) string {
+	open := map[bool]bool{}
+	for _, ev := range evs {
+		if ev.RunID != run {
+			continue
+		}
+		if ev.Type == events.ChatTypeStreamFinished {
+			break
+		}
+		if p, ok := ev.Data.(events.ChatPartial); ok {
+			switch p.EventType {
+			case events.PartialStart:
+				open[p.Reasoning] = true
+			case events.PartialEnd:
+				open[p.Reasoning] = false
+			}
+		}
+	}
+	var names []string
+	if open[true] {
+		names = append(names, "reasoning")
+	}
+	if open[false] {
+		names = append(names, "text")
+	}
+	return strings.Join(names, ", ")
 }
 
 func hasInterruptedText(evs []events.ChatEvent, run string) bool {
@@ -415,6 +475,16 @@ func TestAskUserQuestionParksUntilAnswered(t *testing.T) {
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict {
 		t.Errorf("a stale answer after the run ended = %v, want 409", err)
 	}
+	// The turn's last message is saved with the result's stop reason, as a
+	// plain turn's is.
+	h.waitRunState(tn, r.RunID, events.RunCompleted)
+	var msgs []events.MessageRow
+	h.must(events.OpMessagesList, events.MessageList{Caller: tn.Caller, SessionID: s.ID}, &msgs)
+	last, err := events.DecodeOutput(msgs[len(msgs)-1].Message)
+	if a, ok := last.(events.AssistantMessage); err != nil || !ok || a.StopReason != events.StopEndTurn {
+		t.Errorf("the ask turn's last message was saved as %s, want an assistant message with stop reason end_turn", msgs[len(msgs)-1].Message)
+	}
+	h.checkTimings(tn, s.ID)
 }
 
 // TestTenantIsolation: every streammgr operation, called with another

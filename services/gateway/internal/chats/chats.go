@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -35,10 +36,23 @@ type Chats struct {
 	nc       *nats.Conn
 	projects Projects
 	homes    homes
+	cfg      Config
+}
+
+// Config tunes the calls to streammgr.
+type Config struct {
+	// StartTimeout bounds one attempt of a send's start call (a send makes
+	// two before it answers 504); zero is svc.DefaultTimeout.
+	StartTimeout time.Duration
 }
 
 // New returns a Chats calling streammgr over nc.
-func New(nc *nats.Conn, projects Projects) *Chats { return &Chats{nc: nc, projects: projects} }
+func New(nc *nats.Conn, projects Projects, cfg Config) *Chats {
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = svc.DefaultTimeout
+	}
+	return &Chats{nc: nc, projects: projects, cfg: cfg}
+}
 
 // call sends req to svc.streammgr.<op>.
 func (c *Chats) call(ctx context.Context, op string, req, resp any) error {
@@ -215,18 +229,6 @@ func (c *Chats) Snapshot(ctx context.Context, p identity.Principal, id string) (
 	}
 	c.homes.put(p.TenantID, id, s.Session.ProjectID)
 	return s, nil
-}
-
-// Send starts a turn in a session (queued behind an active run).
-func (c *Chats) Send(ctx context.Context, p identity.Principal, t Turn) (events.StartTurnReply, error) {
-	var out events.StartTurnReply
-	if err := c.access(ctx, p, t.SessionID); err != nil {
-		return out, err
-	}
-	req := t.StartTurnRequest
-	req.Caller = p.Caller()
-	err := c.call(ctx, events.OpStart, req, &out)
-	return out, err
 }
 
 // Cancel cancels a run of a session (its active run when runID is empty),

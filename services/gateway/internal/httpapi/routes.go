@@ -20,7 +20,15 @@ type Route struct {
 	Tag     string
 	Auth    bool // needs an API key
 	Query   []Param
-	ep      endpoint
+	// Errors documents error responses particular to the route, by status.
+	Errors map[int]string
+	ep     endpoint
+}
+
+// withErrors returns rt documenting the error responses errs.
+func withErrors(rt Route, errs map[int]string) Route {
+	rt.Errors = errs
+	return rt
 }
 
 // Status is the route's success status.
@@ -71,7 +79,10 @@ func (s *Server) routes() []Route {
 		key("sessions", "PATCH", "/v1/sessions/{id}", "Change a session's title or engine selection", handle(s, ok, s.updateSession)),
 		key("sessions", "DELETE", "/v1/sessions/{id}", "Delete a chat session", handle(s, gone, s.deleteSession)),
 		key("sessions", "GET", "/v1/sessions/{id}/messages", "A page of the session's saved messages, in order", handle(s, ok, s.listMessages), afterRowParam, limitParam),
-		key("sessions", "POST", "/v1/sessions/{id}/messages", "Send a prompt: start a turn, or queue it behind the active one", handle(s, queued, s.sendMessage)),
+		withErrors(key("sessions", "POST", "/v1/sessions/{id}/messages", "Send a prompt: start a turn, or queue it behind the active one", handle(s, queued, s.sendMessage)),
+			map[int]string{http.StatusGatewayTimeout: "streammgr did not answer in time; the turn may still start. The error names the " +
+				"send's clientRequestId (the client's, else one the gateway made up): find the run by it in GET /v1/sessions/{id}/runs, " +
+				"or send again with it to get the same run, never a second one"}),
 		key("sessions", "GET", "/v1/sessions/{id}/runs", "The session's runs, oldest first", handle(s, ok, s.listRuns), limitParam),
 		key("sessions", "GET", "/v1/sessions/{id}/snapshot", "Messages, the active run and its partial text, and the CHAT cursor live frames continue from", handle(s, ok, s.snapshot)),
 		key("sessions", "POST", "/v1/sessions/{id}/cancel", "Cancel a run (default: the active one): soft stop, then kill", handle(s, queued, s.cancel)),

@@ -65,7 +65,7 @@ func (rt *routing) route() {
 	case events.StreamEvent:
 		rt.stream(v)
 	case events.ReasoningMessage:
-		s.reasoning.Reset()
+		s.partial.Fold(v)
 		rt.save(v)
 	case events.AssistantMessage:
 		rt.assistant(v)
@@ -95,23 +95,14 @@ func (rt *routing) route() {
 }
 
 func (rt *routing) stream(v events.StreamEvent) {
-	s := rt.s
-	buf := &s.text
-	if v.Reasoning {
-		buf = &s.reasoning
-	}
+	rt.s.partial.Fold(v)
 	switch v.Event {
 	case events.StreamStart:
-		buf.Reset()
 		rt.chat(events.ChatPartial{EventType: events.PartialStart, Reasoning: v.Reasoning})
 	case events.StreamDelta:
-		buf.WriteString(v.Text)
 		rt.chat(events.ChatPartial{EventType: events.PartialUpdate, DeltaText: v.Text, Reasoning: v.Reasoning})
 	case events.StreamStop:
 		rt.chat(events.ChatPartial{EventType: events.PartialEnd, Reasoning: v.Reasoning})
-		if v.Reasoning {
-			s.reasoning.Reset()
-		}
 	}
 }
 
@@ -122,7 +113,7 @@ func (rt *routing) assistant(v events.AssistantMessage) {
 		return // the engine repeated its last message
 	}
 	s.lastIsAssistant, s.lastText = true, text
-	s.text.Reset()
+	s.partial.Fold(v)
 	row := rt.save(v)
 	sv := &saved{rowID: row, msg: rt.enrich(v).(events.AssistantMessage)}
 	s.lastAssistant = sv

@@ -37,7 +37,7 @@ type Run struct {
 type State struct {
 	run Run
 
-	text, reasoning strings.Builder // partial text of the open streams
+	partial *Partial // what streamed since the last saved message
 
 	lastText        string // text of the previous consecutive assistant message (dedupe)
 	lastIsAssistant bool
@@ -53,21 +53,67 @@ type saved struct {
 	msg   events.AssistantMessage
 }
 
-// New returns the state of run, picked up at the point r describes. Partial
-// text already streamed but not yet saved is given by the caller when it
-// rebuilds a state after a restart.
-func New(r Run, partialText, partialReasoning string) *State {
-	s := &State{run: r, openTools: map[string]*saved{}}
-	s.text.WriteString(partialText)
-	s.reasoning.WriteString(partialReasoning)
-	return s
+// New returns the state of run, picked up at the point r describes. What
+// already streamed but is not yet saved is given by the caller when it
+// rebuilds a state after a restart (see Partial.Fold); nil is nothing.
+func New(r Run, p *Partial) *State {
+	if p == nil {
+		p = &Partial{}
+	}
+	return &State{run: r, partial: p, openTools: map[string]*saved{}}
 }
 
 // Run returns what the state knows about its run now.
 func (s *State) Run() Run { return s.run }
 
 // Partial returns the text and reasoning streamed since the last saved message.
-func (s *State) Partial() (text, reasoning string) { return s.text.String(), s.reasoning.String() }
+func (s *State) Partial() (text, reasoning string) { return s.partial.Text(), s.partial.Reasoning() }
+
+// Partial is what a run streamed since its last saved message: the text,
+// the reasoning, and which of the two streams is open (started and not yet
+// stopped), so that the end of the run can close it for clients.
+type Partial struct {
+	text, reasoning         strings.Builder
+	textOpen, reasoningOpen bool
+}
+
+// Fold applies one of the run's outputs: stream events build the partial
+// text, a saved message clears it. Replaying a run's stored events through
+// Fold rebuilds the Partial its State had.
+func (p *Partial) Fold(o events.Output) {
+	switch v := o.(type) {
+	case events.StreamEvent:
+		buf, open := &p.text, &p.textOpen
+		if v.Reasoning {
+			buf, open = &p.reasoning, &p.reasoningOpen
+		}
+		switch v.Event {
+		case events.StreamStart:
+			buf.Reset()
+			*open = true
+		case events.StreamDelta:
+			buf.WriteString(v.Text)
+		case events.StreamStop:
+			*open = false
+			if v.Reasoning {
+				p.reasoning.Reset() // reasoning is saved as a message of its own
+			}
+		}
+	case events.ReasoningMessage:
+		p.reasoning.Reset()
+	case events.AssistantMessage:
+		p.text.Reset()
+	}
+}
+
+// Text is the text streamed since the last saved assistant message.
+func (p *Partial) Text() string { return p.text.String() }
+
+// Reasoning is the reasoning streamed since the last saved one.
+func (p *Partial) Reasoning() string { return p.reasoning.String() }
+
+// Open reports which streams have started and not yet stopped.
+func (p *Partial) Open() (text, reasoning bool) { return p.textOpen, p.reasoningOpen }
 
 // RowID derives the message row id of the n-th message produced from one
 // engine event, so a replay lands on the same row.

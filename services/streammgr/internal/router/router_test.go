@@ -81,7 +81,7 @@ var (
 )
 
 func TestRouteATurn(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	outs := feed(s, claimed, running, startText, delta("Hel"), delta("lo"), stopText, text("Hello"), success, completed)
 	want := "chat:run-state:claimed chat:run-state:running chat:partial:start chat:partial:update chat:partial:update " +
 		"chat:partial:end chat:message:assistant chat:message:assistant chat:complete chat:run-state:completed chat:stream-finished"
@@ -122,7 +122,7 @@ func TestRouteATurn(t *testing.T) {
 }
 
 func TestPartialFramesCarryDeltasOnly(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	outs := feed(s, startText, delta("one "), delta("two"))
 	if d := outs[2].Chat[0].Data.(events.ChatPartial); d.DeltaText != "two" {
 		t.Errorf("second update = %q, want the delta alone", d.DeltaText)
@@ -133,7 +133,7 @@ func TestPartialFramesCarryDeltasOnly(t *testing.T) {
 }
 
 func TestConsecutiveDuplicateAssistantTextIsSavedOnce(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	outs := feed(s, text("same"), text("same"), toolResult("x"), text("same"))
 	if n := len(outs[1].Inserts); n != 0 {
 		t.Errorf("a repeated assistant text was saved again")
@@ -144,7 +144,7 @@ func TestConsecutiveDuplicateAssistantTextIsSavedOnce(t *testing.T) {
 }
 
 func TestToolResultsAndChildrenKeepTheDAGAChain(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	child := text("child")
 	child.Parent.ToolUseID = "agent-1"
 	outs := feed(s, toolUse("agent-1", "Agent"), child, toolResult("agent-1"))
@@ -158,7 +158,7 @@ func TestToolResultsAndChildrenKeepTheDAGAChain(t *testing.T) {
 }
 
 func TestAskUserQuestionTellsTheProject(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	outs := feed(s, toolUse("q1", "AskUserQuestion"))
 	if !strings.Contains(chatTypes(outs), "chat:waiting-input") || len(outs[0].Notify) != 1 {
 		t.Errorf("AskUserQuestion outcome = %s, notify %d", chatTypes(outs), len(outs[0].Notify))
@@ -170,7 +170,7 @@ func TestAskUserQuestionTellsTheProject(t *testing.T) {
 }
 
 func TestCancelSavesPartialsAndMarksOpenToolCalls(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	outs := feed(s, toolUse("t1", "Bash"), startText, delta("half an ans"),
 		events.RunState{State: events.RunCancelling}, events.RunState{State: events.RunCancelled, Reason: "cancelled by user"})
 	end := outs[len(outs)-1]
@@ -193,7 +193,7 @@ func TestCancelSavesPartialsAndMarksOpenToolCalls(t *testing.T) {
 }
 
 func TestFailedTurnSavesAnErrorMessage(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	outs := feed(s, events.RunState{State: events.RunFailed, Error: "provider overloaded", ErrorKind: events.KindProvider})
 	end := outs[0]
 	a := end.Inserts[0].Output.(events.AssistantMessage)
@@ -209,7 +209,7 @@ func TestFailedTurnSavesAnErrorMessage(t *testing.T) {
 }
 
 func TestFencingAndReplays(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	feed(s, claimed, running)
 	// A redelivered event is stored again (idempotent) but routed once.
 	again := s.Route(events.Envelope{Run: "run-1", Epoch: 3, Seq: 2, Output: running})
@@ -233,7 +233,7 @@ func TestFencingAndReplays(t *testing.T) {
 
 func TestRoutingIsDeterministic(t *testing.T) {
 	outs := func() []Outcome {
-		return feed(New(testRun(), "", ""), claimed, toolUse("a", "Bash"), toolResult("a"), text("done"),
+		return feed(New(testRun(), nil), claimed, toolUse("a", "Bash"), toolResult("a"), text("done"),
 			events.RunState{State: events.RunCancelled})
 	}
 	a, b := outs(), outs()
@@ -250,7 +250,7 @@ func TestRoutingIsDeterministic(t *testing.T) {
 }
 
 func TestMCPFailuresNotifyButSoftStatusesDoNot(t *testing.T) {
-	s := New(testRun(), "", "")
+	s := New(testRun(), nil)
 	outs := feed(s, events.SystemInit{SessionID: "eng-1", MCPServers: []events.MCPServer{
 		{Name: "ok", Status: events.MCPConnected}, {Name: "wait", Status: events.MCPPending},
 		{Name: "auth", Status: events.MCPNeedsAuth}, {Name: "down", Status: events.MCPFailed}}})
@@ -262,7 +262,7 @@ func TestMCPFailuresNotifyButSoftStatusesDoNot(t *testing.T) {
 func TestUsageBackfillForPerTurnUsageEngines(t *testing.T) {
 	r := testRun()
 	r.Engine = events.EngineCodex
-	s := New(r, "", "")
+	s := New(r, nil)
 	outs := feed(s, text("one"), toolResult("x"), text("two"), success)
 	if n := len(outs[3].Updates); n != 2 {
 		t.Fatalf("usage backfilled into %d messages, want 2", n)
@@ -297,7 +297,7 @@ func TestTheWorkersClampedEffortIsStamped(t *testing.T) {
 		{"the model has no knob", ptr(""), ""},
 		{"not reported", nil, "high"},
 	} {
-		s := New(testRun(), "", "")
+		s := New(testRun(), nil)
 		outs := feed(s, claimed, events.RunState{State: events.RunRunning, ReasoningEffort: tt.effort}, text("Hello"))
 		if got := outs[1].Run.Effort; (got == nil) != (tt.effort == nil) || (got != nil && *got != *tt.effort) {
 			t.Errorf("%s: run change effort = %v, want %v", tt.name, got, tt.effort)
@@ -310,3 +310,73 @@ func TestTheWorkersClampedEffortIsStamped(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestEveryEndClosesOpenPartials: however a run ends while a text or
+// reasoning stream is open, clients get the stream's chat:partial end before
+// the end of the turn, once; a stream the engine closed is not closed again.
+func TestEveryEndClosesOpenPartials(t *testing.T) {
+	startReasoning := events.StreamEvent{Event: events.StreamStart, SessionID: "eng-1", Reasoning: true}
+	thinking := events.StreamEvent{Event: events.StreamDelta, SessionID: "eng-1", Text: "hmm", Reasoning: true}
+	for _, tt := range []struct {
+		name string
+		give []events.Output
+		want string // the terminal outcome's partial frames
+	}{
+		{"cancelled mid-text", []events.Output{startText, delta("half"), events.RunState{State: events.RunCancelled}}, "end"},
+		{"interrupted mid-text", []events.Output{startText, delta("half"), events.RunState{State: events.RunCompleted, Reason: "interrupted"}}, "end"},
+		{"failed mid-text", []events.Output{startText, delta("half"), events.RunState{State: events.RunFailed, Error: "boom"}}, "end"},
+		{"lost mid-reasoning", []events.Output{startReasoning, thinking, events.RunState{State: events.RunLost}}, "end(reasoning)"},
+		{"cancelled after the stream closed", []events.Output{startText, delta("half"), stopText, events.RunState{State: events.RunCancelled}}, ""},
+		{"completed normally", []events.Output{startText, delta("all"), stopText, text("all"), success, completed}, ""},
+	} {
+		outs := feed(New(testRun(), nil), tt.give...)
+		end := outs[len(outs)-1]
+		var got []string
+		firstPartial, lastPartial, firstOther := -1, -1, -1
+		for i, ev := range end.Chat {
+			p, ok := ev.Data.(events.ChatPartial)
+			if !ok {
+				if firstOther < 0 {
+					firstOther = i
+				}
+				continue
+			}
+			s := string(p.EventType)
+			if p.Reasoning {
+				s += "(reasoning)"
+			}
+			got = append(got, s)
+			if firstPartial < 0 {
+				firstPartial = i
+			}
+			lastPartial = i
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("%s: partial frames at the end = %q, want %q", tt.name, got, tt.want)
+		}
+		if firstPartial >= 0 && (firstPartial != 0 || lastPartial > firstOther) {
+			t.Errorf("%s: the partial end is not the first thing the end says: %s", tt.name, chatTypes([]Outcome{end}))
+		}
+		// What a stopped turn streamed is still saved after the stream is
+		// closed (an interrupted engine saves its own).
+		if tt.want != "" && end.Terminal != events.RunCompleted && len(end.Inserts) == 0 {
+			t.Errorf("%s: the partial was closed but not saved", tt.name)
+		}
+	}
+}
+
+// TestARebuiltStateClosesTheStreamItWasIn: a state rebuilt from the event
+// log after a restart knows a stream is open and closes it at the end.
+func TestARebuiltStateClosesTheStreamItWasIn(t *testing.T) {
+	p := &Partial{}
+	for _, o := range []events.Output{startText, delta("a"), stopText, text("a"), startText, delta("b"), delta("c")} {
+		p.Fold(o)
+	}
+	if open, _ := p.Open(); !open || p.Text() != "bc" {
+		t.Fatalf("rebuilt partial = %q open %v, want \"bc\" open", p.Text(), open)
+	}
+	outs := feed(New(testRun(), p), events.RunState{State: events.RunCancelled})
+	if got := chatTypes(outs); !strings.HasPrefix(got, "chat:partial:end chat:message:assistant") {
+		t.Errorf("cancel of a rebuilt run = %s, want the partial closed, then saved", got)
+	}
+}

@@ -40,6 +40,7 @@ func (rt *routing) state(v events.RunState) {
 	}
 	rt.out.Terminal = v.State
 	rt.out.Session.ClearActive = true
+	rt.closeStreams()
 	rt.out.Run.Error, rt.out.Run.ErrorKind = v.Error, v.ErrorKind
 	finish := events.ChatStreamFinished{ProjectID: s.run.ProjectID, ChatSessionID: s.run.SessionID, Reason: v.Reason}
 	switch v.State {
@@ -85,17 +86,32 @@ func (rt *routing) state(v events.RunState) {
 	rt.notify(finish)
 }
 
+// closeStreams ends, for clients, the partial streams a run left open: a
+// run that stops however it stops (cancelled, interrupted, failed, lost)
+// never leaves a chat:partial start without its end.
+func (rt *routing) closeStreams() {
+	p := rt.s.partial
+	if p.reasoningOpen {
+		p.reasoningOpen = false
+		rt.chat(events.ChatPartial{EventType: events.PartialEnd, Reasoning: true})
+	}
+	if p.textOpen {
+		p.textOpen = false
+		rt.chat(events.ChatPartial{EventType: events.PartialEnd})
+	}
+}
+
 // savePartials keeps what a stopped turn had streamed: reasoning and text not
 // yet saved become messages with no engine session (never a resume target),
 // the text one with stop reason interrupted.
 func (rt *routing) savePartials() {
-	s := rt.s
-	if r := s.reasoning.String(); r != "" {
-		s.reasoning.Reset()
+	p := rt.s.partial
+	if r := p.Reasoning(); r != "" {
+		p.Fold(events.ReasoningMessage{})
 		rt.save(events.ReasoningMessage{MessageBase: rt.base(), Text: r})
 	}
-	if t := s.text.String(); t != "" {
-		s.text.Reset()
+	if t := p.Text(); t != "" {
+		p.Fold(events.AssistantMessage{})
 		rt.save(events.AssistantMessage{MessageBase: rt.base(), StopReason: events.StopInterrupted,
 			Content: []events.Block{events.TextBlock{Text: t}}})
 	}

@@ -36,6 +36,7 @@ func Apply(ctx context.Context, tx pgx.Tx, ps []Projected, cursors map[string]ui
 	sessions := map[string]*sessAgg{}
 	var order []string // runs in first-seen order
 	var ended []Ended
+	var updates []router.Update // after the inserts: a message saved and rewritten in one batch keeps the rewrite
 	limits := map[rateKey]events.ChatRateLimit{}
 	for _, p := range ps {
 		o := p.Out
@@ -44,13 +45,7 @@ func Apply(ctx context.Context, tx pgx.Tx, ps []Projected, cursors map[string]ui
 				return nil, err
 			}
 		}
-		for _, u := range o.Updates {
-			data, err := events.EncodeOutput(u.Output)
-			if err != nil {
-				return nil, err
-			}
-			b.Queue(`UPDATE streammgr.messages SET data = $2 WHERE id = $1`, u.RowID, data)
-		}
+		updates = append(updates, o.Updates...)
 		if rl := o.RateLimit; rl != nil {
 			limits[rateKey{p.Tenant, string(rl.Engine), rl.AccountID}] = rl.Data // the latest report wins
 		}
@@ -85,6 +80,13 @@ func Apply(ctx context.Context, tx pgx.Tx, ps []Projected, cursors map[string]ui
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamptz[])
 				AS u(i, t, s, r, p, ty, d, c)
 			ON CONFLICT (id) DO NOTHING`, ins.ids, ins.tenants, ins.sessions, ins.runs, ins.parents, ins.types, ins.data, ins.at)
+	}
+	for _, u := range updates {
+		data, err := events.EncodeOutput(u.Output)
+		if err != nil {
+			return nil, err
+		}
+		b.Queue(`UPDATE streammgr.messages SET data = $2 WHERE id = $1`, u.RowID, data)
 	}
 	for _, id := range order {
 		runs[id].queue(b, id)
@@ -199,21 +201,27 @@ func (a *runAgg) add(o router.Outcome) {
 	}
 }
 
+// queue updates the run row. The claim, first output and end are stamped
+// with the worker's clock (when it emitted the event) and the queueing and
+// dispatch with streammgr's; each is raised to the one before it, so a run's
+// timings never go backwards whatever the clocks' skew.
 func (a *runAgg) queue(b *pgx.Batch, id string) {
 	b.Queue(`UPDATE streammgr.runs SET
 		state = coalesce(nullif($2, ''), state),
 		epoch = greatest(epoch, $3),
 		last_seq = CASE WHEN $3 > epoch THEN $4 WHEN $3 = epoch THEN greatest(last_seq, $4) ELSE last_seq END,
 		worker_id = coalesce(nullif($5, ''), worker_id),
-		claimed_at = coalesce(claimed_at, $6),
-		first_output_at = coalesce(first_output_at, $7),
+		claimed_at = coalesce(claimed_at, CASE WHEN $6::timestamptz IS NOT NULL THEN greatest($6, dispatched_at, queued_at) END),
+		first_output_at = coalesce(first_output_at,
+			CASE WHEN $7::timestamptz IS NOT NULL THEN greatest($7, claimed_at, $6, dispatched_at, queued_at) END),
 		engine_session_id = coalesce(nullif($8, ''), engine_session_id),
 		usage = coalesce($9::jsonb, usage),
 		cost_usd = coalesce($10, cost_usd),
 		num_turns = coalesce($11, num_turns),
 		error = coalesce(nullif($12, ''), error),
 		error_kind = coalesce(nullif($13, ''), error_kind),
-		ended_at = coalesce(ended_at, $14),
+		ended_at = coalesce(ended_at,
+			CASE WHEN $14::timestamptz IS NOT NULL THEN greatest($14, first_output_at, $7, claimed_at, $6, dispatched_at, queued_at) END),
 		artifact_revision = coalesce($15, artifact_revision),
 		reasoning_effort = CASE WHEN $16::text IS NULL THEN reasoning_effort ELSE nullif($16, '') END
 		WHERE id = $1`,

@@ -71,16 +71,17 @@ func InsertRun(ctx context.Context, tx pgx.Tx, r RunRow) error {
 	return nil
 }
 
-// MarkDispatched stores the job as dispatched, with its user message and the
-// engine session it resumes.
-func MarkDispatched(ctx context.Context, tx pgx.Tx, r RunRow) error {
+// MarkDispatched stores the job as dispatched at at, with its user message
+// and the engine session it resumes. The run's timings come from one clock,
+// streammgr's, and never go backwards: a dispatch is never before the queueing.
+func MarkDispatched(ctx context.Context, tx pgx.Tx, r RunRow, at time.Time) error {
 	job, err := json.Marshal(r.Job)
 	if err != nil {
 		return err
 	}
 	_, err = tx.Exec(ctx, `UPDATE streammgr.runs SET job = $2, user_message_id = nullif($3, '')::uuid,
-		resume_session_id = nullif($4, ''), dispatched_at = now() WHERE id = $1`,
-		r.ID, job, r.UserMessageID, r.ResumeSessionID)
+		resume_session_id = nullif($4, ''), dispatched_at = greatest($5::timestamptz, queued_at) WHERE id = $1`,
+		r.ID, job, r.UserMessageID, r.ResumeSessionID, at)
 	return err
 }
 
@@ -170,7 +171,7 @@ func Unfinished(ctx context.Context, db DB) ([]RunRow, error) {
 func Public(ctx context.Context, db DB, r RunRow) (events.Run, error) {
 	out := events.Run{ID: r.ID, SessionID: r.SessionID, ProjectID: r.ProjectID, State: r.State, Engine: r.Engine,
 		Model: r.Model, Effort: r.Effort, WorkerID: r.WorkerID, Epoch: r.Epoch, EngineSessionID: r.EngineSession,
-		QueuedAt: r.QueuedAt, DispatchedAt: r.DispatchedAt, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt}
+		ClientRequestID: r.ClientRequestID, QueuedAt: r.QueuedAt, DispatchedAt: r.DispatchedAt, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt}
 	var usage []byte
 	var errMsg, kind *string
 	err := db.QueryRow(ctx, `SELECT usage, cost_usd, error, error_kind, first_output_at, artifact_revision FROM streammgr.runs WHERE id = $1`,
