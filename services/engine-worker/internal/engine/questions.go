@@ -110,13 +110,14 @@ func (q *Questions) Park(ctx context.Context, toolUseID string, permission bool,
 func (q *Questions) Answer(toolUseID string, r Reply) error {
 	q.mu.Lock()
 	p, ok := q.m[toolUseID]
+	permission := ok && p.permission
 	q.mu.Unlock()
 	switch {
 	case !ok:
 		return fmt.Errorf("no question pending for tool use %q", toolUseID)
-	case p.permission && r.Decision != events.DecisionAllow && r.Decision != events.DecisionDeny:
+	case permission && r.Decision != events.DecisionAllow && r.Decision != events.DecisionDeny:
 		return fmt.Errorf("tool use %q is a permission prompt: answer with decision allow or deny", toolUseID)
-	case !p.permission && len(r.Answers) == 0:
+	case !permission && len(r.Answers) == 0:
 		return fmt.Errorf("tool use %q is a question: answer with answers", toolUseID)
 	}
 	select {
