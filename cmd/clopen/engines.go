@@ -44,7 +44,7 @@ func runEngines(ctx context.Context, args []string, getenv func(string) string, 
 	case "doctor":
 		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "ENGINE\tSTATE\tINSTALLED\tREQUIRED\tNEXT STEP")
-		for _, st := range engines.Doctor(ctx, setup) {
+		for _, st := range engines.Diagnose(ctx, setup) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Engine, st.State, orDash(st.Installed), st.Required, st.Message)
 		}
 		return tw.Flush()
