@@ -47,7 +47,7 @@ func runEngines(ctx context.Context, args []string, getenv func(string) string, 
 		// The scripted engine is part of every worker, not installed.
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", events.EngineScripted, engines.Ready, "built-in", "-",
 			"built in and always offered: models scripted/<scenario>")
-		for _, st := range engines.Doctor(ctx, setup) {
+		for _, st := range engines.Diagnose(ctx, setup) {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.Engine, st.State, orDash(st.Installed), st.Required, st.Message)
 		}
 		return tw.Flush()

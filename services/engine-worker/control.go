@@ -200,7 +200,7 @@ func (w *Worker) reclaim(ctx context.Context, r *run, owner []byte) (uint64, err
 
 func (w *Worker) heartbeat(ctx context.Context) {
 	info := events.WorkerInfo{ID: w.cfg.ID, Capacity: w.cfg.Capacity, Load: w.count(), StartedAt: w.started, BeatAt: time.Now().UTC()}
-	for typ, v := range w.versions {
+	for typ, v := range w.engineVersions() {
 		info.Engines = append(info.Engines, events.EngineStatus{Engine: typ, Version: v})
 	}
 	b, _ := json.Marshal(info)

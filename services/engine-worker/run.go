@@ -36,19 +36,17 @@ type run struct {
 	released  atomic.Bool // the run ended and its lease is being deleted
 	policy    Policy
 
-	mu        sync.Mutex
-	state     events.RunStateName
-	questions map[string]*question // parked by tool use id
-	result    *events.Result       // the engine's last result
+	questions engine.Questions // what waits for the user, by tool use id
+
+	mu     sync.Mutex
+	state  events.RunStateName
+	result *events.Result // the engine's last result
 }
 
-type question struct {
-	permission bool
-	reply      chan events.ControlRequest
-}
-
-// emit is the engine.Emit of this run.
+// emit is the engine.Emit of this run. A question is registered before its
+// tool_use is published: a client may answer the moment it sees it.
 func (r *run) emit(o events.Output) error {
+	r.questions.Saw(o)
 	if res, ok := o.(events.Result); ok {
 		r.mu.Lock()
 		r.result = &res
@@ -114,58 +112,37 @@ func (r *run) Permit(ctx context.Context, p engine.PermissionRequest) (engine.De
 	return engine.Decision{Allow: false, Message: msg, ByUser: true}, nil
 }
 
-// park waits for the answer to toolUseID, telling clients the run awaits input.
-func (r *run) park(ctx context.Context, toolUseID string, permission bool) (events.ControlRequest, error) {
-	q := &question{permission: permission, reply: make(chan events.ControlRequest, 1)}
-	r.mu.Lock()
-	if r.questions == nil {
-		r.questions = map[string]*question{}
-	}
-	r.questions[toolUseID] = q
-	r.mu.Unlock()
-	defer func() {
-		r.mu.Lock()
-		delete(r.questions, toolUseID)
-		r.mu.Unlock()
-	}()
+// park waits for the answer to toolUseID, telling clients the run awaits
+// input once the question is pending (a question already is from the moment
+// its tool_use was emitted: see engine.Questions).
+func (r *run) park(ctx context.Context, toolUseID string, permission bool) (engine.Reply, error) {
 	reason := "question"
 	if permission {
 		reason = "permission"
 	}
-	if err := r.pub.emit(events.RunState{State: events.RunAwaitingInput, Reason: reason, ToolUseID: toolUseID}); err != nil {
-		return events.ControlRequest{}, err
-	}
-	r.mu.Lock()
-	r.state = events.RunAwaitingInput
-	r.mu.Unlock()
-	select {
-	case reply := <-q.reply:
-		if err := r.setState(events.RunRunning, "answered"); err != nil {
-			return events.ControlRequest{}, err
+	reply, err := r.questions.Park(ctx, toolUseID, permission, func() error {
+		if err := r.pub.emit(events.RunState{State: events.RunAwaitingInput, Reason: reason, ToolUseID: toolUseID}); err != nil {
+			return err
 		}
-		return reply, nil
-	case <-ctx.Done():
-		return events.ControlRequest{}, context.Cause(ctx)
+		r.mu.Lock()
+		r.state = events.RunAwaitingInput
+		r.mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return engine.Reply{}, err
 	}
+	if err := r.setState(events.RunRunning, "answered"); err != nil {
+		return engine.Reply{}, err
+	}
+	return reply, nil
 }
 
-// answer delivers a control answer to the parked question it names.
+// answer delivers a control answer to the question or prompt it names.
 func (r *run) answer(req events.ControlRequest) error {
-	r.mu.Lock()
-	q, ok := r.questions[req.ToolUseID]
-	r.mu.Unlock()
-	switch {
-	case !ok:
-		return fmt.Errorf("no question pending for tool use %q in run %s", req.ToolUseID, r.job.RunID)
-	case q.permission && req.Decision != events.DecisionAllow && req.Decision != events.DecisionDeny:
-		return fmt.Errorf("tool use %q is a permission prompt: answer with decision allow or deny", req.ToolUseID)
-	case !q.permission && len(req.Answers) == 0:
-		return fmt.Errorf("tool use %q is a question: answer with answers", req.ToolUseID)
+	err := r.questions.Answer(req.ToolUseID, engine.Reply{Answers: req.Answers, Decision: req.Decision, Message: req.Message})
+	if err != nil {
+		return fmt.Errorf("run %s: %w", r.job.RunID, err)
 	}
-	select {
-	case q.reply <- req:
-		return nil
-	default:
-		return fmt.Errorf("tool use %q was already answered", req.ToolUseID)
-	}
+	return nil
 }

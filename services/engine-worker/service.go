@@ -26,30 +26,47 @@ const QueueGroup = "engine-worker"
 const generateTimeout = 3 * time.Minute
 
 // serveEngines answers svc.engine.<engine>.models and .generate for every
-// engine this worker offers, until ctx ends.
+// engine this worker offers, until ctx ends; an engine offered later gets
+// its endpoints when it is (setVersion).
 func (w *Worker) serveEngines(ctx context.Context) error {
 	s, err := micro.AddService(w.bus, micro.Config{Name: QueueGroup, Version: "0.1.0",
 		Description: "model catalogs and structured generation of the engines this worker has"})
 	if err != nil {
 		return fmt.Errorf("engine service: %w", err)
 	}
-	onInternal := func(err error) { w.log.Error("engine request", "err", err) }
+	w.vmu.Lock()
+	w.endpoints = s
 	for typ := range w.versions {
-		for op, h := range map[string]micro.Handler{
-			events.OpModels:   svc.Handler(onInternal, w.models(typ)),
-			events.OpGenerate: svc.Handler(onInternal, w.generate(typ)),
-		} {
-			subject, err := events.EngineSubject(typ, op)
-			if err != nil {
-				return err
-			}
-			if err := s.AddEndpoint(op+"-"+string(typ), h, micro.WithEndpointSubject(subject), micro.WithEndpointQueueGroup(QueueGroup)); err != nil {
-				return fmt.Errorf("endpoint %s: %w", subject, err)
-			}
+		if err = w.addEndpoints(typ); err != nil {
+			break
 		}
 	}
-	<-ctx.Done()
-	return s.Stop()
+	w.vmu.Unlock()
+	if err == nil {
+		<-ctx.Done()
+	}
+	w.vmu.Lock()
+	w.endpoints = nil
+	w.vmu.Unlock()
+	return errors.Join(err, s.Stop())
+}
+
+// addEndpoints serves typ's endpoints on w.endpoints; w.vmu is held.
+func (w *Worker) addEndpoints(typ events.EngineType) error {
+	onInternal := func(err error) { w.log.Error("engine request", "err", err) }
+	for op, h := range map[string]micro.Handler{
+		events.OpModels:   svc.Handler(onInternal, w.models(typ)),
+		events.OpGenerate: svc.Handler(onInternal, w.generate(typ)),
+	} {
+		subject, err := events.EngineSubject(typ, op)
+		if err != nil {
+			return err
+		}
+		if err := w.endpoints.AddEndpoint(op+"-"+string(typ), h, micro.WithEndpointSubject(subject), micro.WithEndpointQueueGroup(QueueGroup)); err != nil {
+			return fmt.Errorf("endpoint %s: %w", subject, err)
+		}
+	}
+	return nil
 }
 
 // models answers a catalog request. A catalog that cannot be read is an

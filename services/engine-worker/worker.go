@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 	"golang.org/x/sync/errgroup"
 
 	"clopen.dev/pkg/events"
@@ -81,6 +82,11 @@ type Deps struct {
 	// Versions are the installed versions of Engines where already known
 	// (engines.Offer returns them); the worker asks the others' adapters.
 	Versions map[events.EngineType]string
+	// Later, when set, runs for the worker's life and calls offer for each
+	// engine that becomes ready after the start (engines.Pending.Watch, for
+	// the engines Offer left out): the worker then takes its jobs, serves
+	// its endpoints and advertises it in its heartbeat.
+	Later func(ctx context.Context, offer func(events.EngineType, engine.Factory, string))
 }
 
 // Worker runs jobs. Build one with New; Run serves until ctx ends.
@@ -97,10 +103,14 @@ type Worker struct {
 	owners, flags, beats jetstream.KeyValue
 	slots                chan struct{}
 	started              time.Time
-	versions             map[events.EngineType]string
 	known                map[events.EngineType]string // Deps.Versions
+	later                func(context.Context, func(events.EngineType, engine.Factory, string))
 
 	catalogs catalogCache
+
+	vmu       sync.Mutex
+	versions  map[events.EngineType]string // the engines offered, with their versions
+	endpoints micro.Service                // the engine endpoints, once served
 
 	mu   sync.Mutex
 	runs map[string]*run
@@ -146,7 +156,7 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	}
 	return &Worker{cfg: cfg, nc: control, bus: d.NATS, js: js, cjs: cjs, log: d.Logger, health: d.Health, pool: engine.NewPool(factories),
 		slots: make(chan struct{}, cfg.Capacity), runs: map[string]*run{}, ctl: make(chan *nats.Msg, 1024),
-		versions: map[events.EngineType]string{}, known: maps.Clone(d.Versions)}, nil
+		versions: map[events.EngineType]string{}, known: maps.Clone(d.Versions), later: d.Later}, nil
 }
 
 // Run serves until ctx ends, then stops pulling, interrupts its runs, cancels
@@ -197,7 +207,20 @@ func (w *Worker) Run(ctx context.Context) error {
 	g.Go(func() error { return w.watchFlags(gctx) })
 	g.Go(func() error { return w.watchArtifacts(gctx) })
 	g.Go(func() error { return w.serveEngines(gctx) })
-	w.log.InfoContext(ctx, "engine worker ready", "worker_id", w.cfg.ID, "capacity", w.cfg.Capacity, "engines", w.versions)
+	if w.later != nil {
+		g.Go(func() error {
+			w.later(gctx, func(typ events.EngineType, f engine.Factory, version string) {
+				c, err := w.offer(gctx, jobs, typ, f, version)
+				if err != nil {
+					w.log.WarnContext(gctx, "engine became ready but is not offered", "engine", typ, "err", err)
+					return
+				}
+				g.Go(func() error { return w.pull(gctx, runsCtx, &runWG, typ, c) })
+			})
+			return nil
+		})
+	}
+	w.log.InfoContext(ctx, "engine worker ready", "worker_id", w.cfg.ID, "capacity", w.cfg.Capacity, "engines", w.engineVersions())
 	err = g.Wait()
 
 	w.drain(&runWG)
@@ -240,30 +263,78 @@ func (w *Worker) consumers(ctx context.Context, jobs jetstream.Stream) (map[even
 			w.log.WarnContext(ctx, "engine not offered", "engine", typ, "err", err)
 			continue
 		}
-		subject, err := events.JobSubject(string(typ))
+		c, err := jobConsumer(ctx, jobs, typ)
 		if err != nil {
 			return nil, err
 		}
-		c, err := jobs.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
-			Durable:       "engine-" + string(typ),
-			Description:   "jobs for " + string(typ) + " workers",
-			FilterSubject: subject,
-			AckPolicy:     jetstream.AckExplicitPolicy,
-			AckWait:       30 * time.Second,
-			MaxDeliver:    10,
-			BackOff:       nil,
-			MaxAckPending: 100_000,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("job consumer for %s: %w", typ, err)
+		if err := w.setVersion(typ, version); err != nil {
+			return nil, err
 		}
-		w.versions[typ] = version
 		out[typ] = c
 	}
 	if len(out) == 0 {
 		return nil, errors.New("no engine is ready on this worker")
 	}
 	return out, nil
+}
+
+// jobConsumer creates or updates the durable consumer of typ's jobs.
+func jobConsumer(ctx context.Context, jobs jetstream.Stream, typ events.EngineType) (jetstream.Consumer, error) {
+	subject, err := events.JobSubject(string(typ))
+	if err != nil {
+		return nil, err
+	}
+	c, err := jobs.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{
+		Durable:       "engine-" + string(typ),
+		Description:   "jobs for " + string(typ) + " workers",
+		FilterSubject: subject,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    10,
+		BackOff:       nil,
+		MaxAckPending: 100_000,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("job consumer for %s: %w", typ, err)
+	}
+	return c, nil
+}
+
+// offer adds an engine that became ready while the worker runs: the pool
+// builds it, its jobs get a consumer (which the caller pulls), its
+// endpoints are served and the heartbeat advertises it at once.
+func (w *Worker) offer(ctx context.Context, jobs jetstream.Stream, typ events.EngineType, f engine.Factory, version string) (jetstream.Consumer, error) {
+	if !w.pool.Add(typ, f) {
+		return nil, fmt.Errorf("%s is offered already", typ)
+	}
+	c, err := jobConsumer(ctx, jobs, typ)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.setVersion(typ, version); err != nil {
+		return nil, err
+	}
+	w.heartbeat(ctx)
+	return c, nil
+}
+
+// setVersion records an offered engine, and serves its endpoints when the
+// others' are served already.
+func (w *Worker) setVersion(typ events.EngineType, version string) error {
+	w.vmu.Lock()
+	defer w.vmu.Unlock()
+	w.versions[typ] = version
+	if w.endpoints == nil {
+		return nil
+	}
+	return w.addEndpoints(typ)
+}
+
+// engineVersions returns the engines offered, with their versions.
+func (w *Worker) engineVersions() map[events.EngineType]string {
+	w.vmu.Lock()
+	defer w.vmu.Unlock()
+	return maps.Clone(w.versions)
 }
 
 func (w *Worker) version(ctx context.Context, typ events.EngineType) (string, error) {
@@ -386,8 +457,9 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	defer control.Close()
 	setup.Accounts = ArtifactAccounts(p.NATS)
-	offered, versions := engines.Offer(ctx, setup)
-	w, err := New(cfg, Deps{NATS: p.NATS, Control: control, Logger: p.Logger, Health: p.Health, Engines: offered, Versions: versions})
+	offered, versions, pending := engines.Offer(ctx, setup)
+	w, err := New(cfg, Deps{NATS: p.NATS, Control: control, Logger: p.Logger, Health: p.Health, Engines: offered, Versions: versions,
+		Later: pending.Watch})
 	if err != nil {
 		return err
 	}

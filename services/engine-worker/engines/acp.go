@@ -91,6 +91,10 @@ func acpSpec(p *acp.Profile, version string, pkgs []Package, bin string) Spec {
 			_, err := s.acpCredentials(p).Credential(ctx, "", "")
 			return err
 		},
+		ModelServer: func(ctx context.Context, s Setup) string {
+			c, _ := s.acpCredentials(p).Credential(ctx, "", "")
+			return c.BaseURL
+		},
 		Factory: func(bin string, s Setup) engine.Factory { return acpFactory(p, bin, s) },
 	}
 }

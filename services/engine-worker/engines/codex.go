@@ -27,6 +27,10 @@ var codexRow = Spec{
 		_, err := s.codexCredentials().Credential(ctx, "", "")
 		return err
 	},
+	ModelServer: func(ctx context.Context, s Setup) string {
+		c, _ := s.codexCredentials().Credential(ctx, "", "")
+		return c.BaseURL
+	},
 	Factory: func(bin string, s Setup) engine.Factory {
 		creds := codexAccounts{s}
 		return func(_ context.Context, key engine.Key) (engine.Engine, error) {

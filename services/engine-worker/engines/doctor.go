@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
+	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -19,9 +19,15 @@ type State string
 // The states, in the order Check tests them.
 const (
 	NotInstalled State = "not-installed"
-	NeedsUpdate  State = "needs-update"
-	NeedsAccount State = "needs-account"
-	Ready        State = "ready"
+	// NotResponding: installed, but its version command did not answer
+	// within the probe's limit (a busy machine); nothing says it is broken.
+	NotResponding State = "not-responding"
+	NeedsUpdate   State = "needs-update"
+	NeedsAccount  State = "needs-account"
+	Ready         State = "ready"
+	// ModelUnreachable: ready, but the model server its runs would use
+	// does not answer (Diagnose only; a worker still offers the engine).
+	ModelUnreachable State = "model-unreachable"
 )
 
 // Status is an engine's readiness and what to do about it.
@@ -35,8 +41,11 @@ type Status struct {
 }
 
 // Check reports whether an engine is ready: installed at the pinned
-// version, with credentials configured.
+// version, with credentials configured. The engine's version command has
+// setup's probe limit to answer.
 func (s Spec) Check(ctx context.Context, setup Setup) Status {
+	ctx, cancel := context.WithTimeout(ctx, setup.probeTimeout())
+	defer cancel()
 	if s.External != nil {
 		return s.checkExternal(ctx, setup)
 	}
@@ -49,6 +58,11 @@ func (s Spec) Check(ctx context.Context, setup Setup) Status {
 	switch {
 	case errors.Is(err, ErrNotInstalled):
 		st.State, st.Message = NotInstalled, fmt.Sprintf("%s is not installed in %s: %s", s.Type, setup.Root(), install)
+		return st
+	case errors.Is(err, ErrTimedOut):
+		st.State, st.Message = NotResponding, fmt.Sprintf("%s is installed but `%s` did not answer within %v (is the machine busy?): "+
+			"a worker probes it again until it answers; run `clopen engines doctor` again to check now",
+			s.Type, strings.Join(append([]string{filepath.Base(s.Bin)}, s.VersionArgs...), " "), setup.probeTimeout())
 		return st
 	case err != nil:
 		st.State, st.Message = NotInstalled, fmt.Sprintf("%s is installed but does not run (%v): %s", s.Type, err, install)
@@ -144,21 +158,8 @@ func (s Spec) otherVersion(ctx context.Context, root string) (string, error) {
 	return "", ErrNotInstalled
 }
 
-// Doctor checks every engine of the table, concurrently (each check runs
-// the engine's version command, which takes seconds for some agents).
-func Doctor(ctx context.Context, setup Setup) []Status {
-	out := make([]Status, len(table))
-	var wg sync.WaitGroup
-	for i, s := range table {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = s.Check(ctx, setup)
-		}()
-	}
-	wg.Wait()
-	return out
-}
+// Doctor checks every engine of the table (see checkAll).
+func Doctor(ctx context.Context, setup Setup) []Status { return checkAll(ctx, setup, table) }
 
 // Available returns the worker's factories for the engines that are ready,
 // and the status of every engine, so the caller can log why one is not
@@ -178,16 +179,23 @@ func Available(ctx context.Context, setup Setup) (map[events.EngineType]engine.F
 // not offered, with the fix, and returns the factories of the ready ones
 // with the versions the check found installed, which the worker advertises
 // without starting each CLI a second time.
-func Offer(ctx context.Context, setup Setup) (map[events.EngineType]engine.Factory, map[events.EngineType]string) {
+//
+// The engines not offered come back as Pending, for the worker to probe
+// again (Pending.Watch) and offer once they are ready.
+func Offer(ctx context.Context, setup Setup) (map[events.EngineType]engine.Factory, map[events.EngineType]string, *Pending) {
 	factories, statuses := Available(ctx, setup)
 	versions := map[events.EngineType]string{}
-	for _, st := range statuses {
+	pending := &Pending{setup: setup, first: 30 * time.Second, last: 5 * time.Minute}
+	for i, st := range statuses {
 		if _, ok := factories[st.Engine]; ok && st.Installed != "" {
 			versions[st.Engine] = st.Installed
 		}
-		if st.State != Ready && setup.Logger != nil {
-			setup.Logger.InfoContext(ctx, "engine not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)
+		if st.State != Ready {
+			pending.specs, pending.states = append(pending.specs, table[i]), append(pending.states, st.State)
+			if setup.Logger != nil {
+				setup.Logger.WarnContext(ctx, "engine not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)
+			}
 		}
 	}
-	return factories, versions
+	return factories, versions, pending
 }

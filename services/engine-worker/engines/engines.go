@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -40,6 +41,10 @@ type Spec struct {
 	Bin string
 	// Account reports why no account is configured, nil when one is.
 	Account func(ctx context.Context, s Setup) error
+	// ModelServer is the base URL the worker's own credentials point the
+	// engine at, "" for its provider's own address; Diagnose checks that
+	// it answers.
+	ModelServer func(ctx context.Context, s Setup) string
 	// Factory builds the worker's adapter instances from the install's
 	// executable.
 	Factory func(bin string, s Setup) engine.Factory
@@ -67,6 +72,10 @@ var table = append([]Spec{
 		Account: func(ctx context.Context, s Setup) error {
 			_, err := s.claudeCredentials().Credential(ctx, "", "")
 			return err
+		},
+		ModelServer: func(ctx context.Context, s Setup) string {
+			c, _ := s.claudeCredentials().Credential(ctx, "", "")
+			return c.BaseURL
 		},
 		Factory: func(bin string, s Setup) engine.Factory {
 			creds := claudeAccounts{s}
@@ -131,6 +140,9 @@ type Setup struct {
 	TenantAccountsOnly bool
 	// Logger gets the adapters' diagnostics.
 	Logger *slog.Logger
+	// ProbeTimeout bounds each engine's version command; 0 means
+	// DefaultProbeTimeout.
+	ProbeTimeout time.Duration
 }
 
 // SetupFromEnv returns the setup of a worker whose data dir is dataDir,

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -25,13 +23,7 @@ func installFake(t *testing.T, root, version string) {
 	t.Helper()
 	s := fakeSpec(nil)
 	s.Version = version // installs land in their version's dir
-	bin := s.BinPath(root)
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho "+version+" '(Agent)'\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	writeAgent(t, root, s, "echo "+version+" '(Agent)'")
 }
 
 func TestCheck(t *testing.T) {

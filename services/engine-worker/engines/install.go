@@ -33,14 +33,24 @@ func (s Spec) versionAt(ctx context.Context, dir string) (string, error) {
 }
 
 // runVersion runs bin's version command and returns the first version
-// number it prints.
+// number it prints. It has until ctx's deadline (DefaultProbeTimeout when
+// ctx has none); a command still going then fails with ErrTimedOut, which
+// says nothing about the install.
 func runVersion(ctx context.Context, bin string, args []string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultProbeTimeout)
+		defer cancel()
+	}
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "DISABLE_AUTOUPDATER=1"}
+	// A child that keeps the output open does not hold the probe past its end.
+	cmd.WaitDelay = 5 * time.Second
 	// Some CLIs print their version to stderr (pi), so both are read.
 	out, err := cmd.CombinedOutput()
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "", fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), ErrTimedOut)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), err)
 	}

@@ -25,6 +25,10 @@ var piRow = Spec{
 		_, err := s.piCredentials().Credential(ctx, "", "")
 		return err
 	},
+	ModelServer: func(ctx context.Context, s Setup) string {
+		c, _ := s.piCredentials().Credential(ctx, "", "")
+		return c.BaseURL
+	},
 	Factory: func(bin string, s Setup) engine.Factory {
 		creds := piAccounts{s}
 		return func(_ context.Context, key engine.Key) (engine.Engine, error) {

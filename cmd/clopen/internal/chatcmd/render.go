@@ -114,7 +114,7 @@ func (c *chat) onMessage(ev events.ChatEvent, o events.Output) {
 	c.learnTools(o)
 	if row := ev.Data.(events.ChatMessage).MessageRowID; row != "" {
 		if c.shown[row] {
-			return // an update of a message already shown (a backfilled stop reason or usage)
+			return // a message already shown
 		}
 		c.shown[row] = true
 	}

@@ -40,12 +40,12 @@ func TestTurnEndToEnd(t *testing.T) {
 		}
 	}
 	if !strings.HasSuffix(got, "chat:complete chat:run-state:completed chat:stream-finished") {
-		// (a re-emitted chat:message for the same row may precede them: a stop reason backfill)
 		t.Errorf("turn does not end with complete, completed, stream-finished: %s", got)
 	}
 	// Partial frames carry deltas only; their text adds up to the saved text.
-	// A chat:message for a row already seen replaces it (a backfilled stop
-	// reason), it does not add one.
+	// Each saved message is pushed once, with its parent row id (the first
+	// has none; a stop
+	// reason backfilled from the result rewrites the row only).
 	var deltas, saved strings.Builder
 	rows := map[string]bool{}
 	for _, ev := range evs {
@@ -55,7 +55,8 @@ func TestTurnEndToEnd(t *testing.T) {
 				deltas.WriteString(d.DeltaText)
 			}
 		case events.ChatMessage:
-			if rows[d.MessageRowID] {
+			if rows[d.MessageRowID] || (d.ParentMessageRowID == "") != (len(rows) == 0) {
+				t.Errorf("chat:message %s pushed again or without its parent row id (%q)", d.MessageRowID, d.ParentMessageRowID)
 				continue
 			}
 			rows[d.MessageRowID] = true

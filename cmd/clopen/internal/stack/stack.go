@@ -178,6 +178,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		workers = 1
 	}
 	var offered worker.Deps // the engines every worker offers, checked once
+	var later *engines.Pending
 	if cfg.Engines != nil && workers > 0 {
 		// Engine processes get their tenant's account from artifacts.
 		nc, err := natsx.Connect(natsURL, "clopen-engine-accounts", logger)
@@ -187,7 +188,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		s.conns = append(s.conns, nc)
 		setup := *cfg.Engines
 		setup.Accounts = worker.ArtifactAccounts(nc)
-		offered.Engines, offered.Versions = engines.Offer(ctx, setup)
+		offered.Engines, offered.Versions, later = engines.Offer(ctx, setup)
 	}
 	for i := range workers {
 		wc := orDefault(cfg.Worker, worker.DefaultConfig())
@@ -207,7 +208,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			}
 			defer control.Close()
 			return worker.Run(ctx, wc, worker.Deps{NATS: nc, Control: control, Logger: l.With("worker_id", wc.ID),
-				Health: s.Health, Engines: offered.Engines, Versions: offered.Versions})
+				Health: s.Health, Engines: offered.Engines, Versions: offered.Versions, Later: later.Watch})
 		}})
 	}
 

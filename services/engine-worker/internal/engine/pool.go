@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"clopen.dev/pkg/events"
@@ -26,11 +27,10 @@ type Factory func(ctx context.Context, key Key) (Engine, error)
 // next use tries again (an engine installed meanwhile just works). Retire
 // swaps an instance out and disposes it once its last run has released it.
 type Pool struct {
+	mu        sync.Mutex
 	factories map[events.EngineType]Factory
-
-	mu    sync.Mutex
-	slots map[Key]*slot
-	old   map[*slot]struct{} // retired, still running
+	slots     map[Key]*slot
+	old       map[*slot]struct{} // retired, still running
 }
 
 type slot struct {
@@ -43,7 +43,23 @@ type slot struct {
 
 // NewPool returns a pool that builds instances with factories.
 func NewPool(factories map[events.EngineType]Factory) *Pool {
-	return &Pool{factories: factories, slots: map[Key]*slot{}, old: map[*slot]struct{}{}}
+	return &Pool{factories: maps.Clone(factories), slots: map[Key]*slot{}, old: map[*slot]struct{}{}}
+}
+
+// Add makes the pool build typ with factory (an engine that became ready
+// after the pool was made). It reports false, and changes nothing, when
+// the pool has typ already.
+func (p *Pool) Add(typ events.EngineType, factory Factory) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.factories[typ]; ok {
+		return false
+	}
+	if p.factories == nil {
+		p.factories = map[events.EngineType]Factory{}
+	}
+	p.factories[typ] = factory
+	return true
 }
 
 // ErrUnknownEngine is returned by Acquire for an engine this worker lacks.
@@ -51,6 +67,8 @@ var ErrUnknownEngine = errors.New("engine not available on this worker")
 
 // Types returns the engine types the pool can build.
 func (p *Pool) Types() []events.EngineType {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	out := make([]events.EngineType, 0, len(p.factories))
 	for t := range p.factories {
 		out = append(out, t)
@@ -61,7 +79,9 @@ func (p *Pool) Types() []events.EngineType {
 // Acquire returns the instance for key, creating it if needed, and a release
 // function the caller must call when its run has ended.
 func (p *Pool) Acquire(ctx context.Context, key Key) (Engine, func(), error) {
+	p.mu.Lock()
 	factory, ok := p.factories[key.Engine]
+	p.mu.Unlock()
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: %s", ErrUnknownEngine, key.Engine)
 	}

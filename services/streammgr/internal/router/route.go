@@ -149,7 +149,7 @@ func (rt *routing) result(v events.Result) {
 	}
 	usage, cost, turns := v.Usage, v.TotalCostUSD, v.NumTurns
 	rt.out.Run.Usage, rt.out.Run.CostUSD, rt.out.Run.NumTurns = &usage, &cost, &turns
-	var changed []*saved // each rewritten message is re-emitted once
+	var changed []*saved // each rewritten message is written once
 	mark := func(sv *saved) {
 		for _, c := range changed {
 			if c == sv {
@@ -178,10 +178,12 @@ func (rt *routing) result(v events.Result) {
 	}
 }
 
+// update rewrites a saved message's row. Clients are not sent it again:
+// each message reaches them once, and what a rewrite adds (the turn's stop
+// reason and usage, an interrupted tool call) comes with the chat:complete,
+// chat:cancelled or chat:error that follows, and with the rows on reload.
 func (rt *routing) update(sv *saved) {
 	rt.out.Updates = append(rt.out.Updates, Update{RowID: sv.rowID, Output: sv.msg})
-	rt.chat(events.ChatMessage{Message: sv.msg, MessageRowID: sv.rowID, SenderID: string(rt.s.run.Engine),
-		SenderName: string(rt.s.run.Engine), Engine: rt.s.run.Engine, Usage: sv.msg.Usage})
 }
 
 // save appends a persisted message to the DAG (parent = HEAD) and tells clients.

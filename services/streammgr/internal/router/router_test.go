@@ -2,6 +2,8 @@ package router
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -84,7 +86,7 @@ func TestRouteATurn(t *testing.T) {
 	s := New(testRun(), nil)
 	outs := feed(s, claimed, running, startText, delta("Hel"), delta("lo"), stopText, text("Hello"), success, completed)
 	want := "chat:run-state:claimed chat:run-state:running chat:partial:start chat:partial:update chat:partial:update " +
-		"chat:partial:end chat:message:assistant chat:message:assistant chat:complete chat:run-state:completed chat:stream-finished"
+		"chat:partial:end chat:message:assistant chat:complete chat:run-state:completed chat:stream-finished"
 	if got := chatTypes(outs); got != want {
 		t.Errorf("chat events:\n got %s\nwant %s", got, want)
 	}
@@ -98,7 +100,8 @@ func TestRouteATurn(t *testing.T) {
 	if m.Engine.Account != (events.AccountRef{ID: "acct", Name: "Work"}) || m.Engine.Model.Name != "Hello" || m.Engine.ReasoningEffort != "high" {
 		t.Errorf("message engine = %+v", m.Engine)
 	}
-	// The success's stop reason is written back into the null one.
+	// The success's stop reason is written back into the null one (the row
+	// only: chat:complete carries it to clients).
 	res := outs[7]
 	if len(res.Updates) != 1 || res.Updates[0].Output.(events.AssistantMessage).StopReason != events.StopEndTurn {
 		t.Errorf("stop reason backfill = %+v", res.Updates)
@@ -378,5 +381,69 @@ func TestARebuiltStateClosesTheStreamItWasIn(t *testing.T) {
 	outs := feed(New(testRun(), p), events.RunState{State: events.RunCancelled})
 	if got := chatTypes(outs); !strings.HasPrefix(got, "chat:partial:end chat:message:assistant") {
 		t.Errorf("cancel of a rebuilt run = %s, want the partial closed, then saved", got)
+	}
+}
+
+// TestRecordedTurnsPushEachMessageOnce routes turns the real CLIs produced
+// (the adapters' recorded outputs, copied from engine-worker's testdata):
+// every saved message reaches clients once, with its parent row id, even
+// though Claude Code leaves the last stop reason and Codex every usage to
+// the result, which are written back into the rows.
+func TestRecordedTurnsPushEachMessageOnce(t *testing.T) {
+	tests := []struct {
+		give        string // testdata file
+		engine      events.EngineType
+		wantUpdates int // rows the result rewrites
+	}{
+		{"claude-think-tool.json", events.EngineClaudeCode, 1},
+		{"codex-think-tool.json", events.EngineCodex, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.give, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", tt.give))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var raw []json.RawMessage
+			if err := json.Unmarshal(data, &raw); err != nil {
+				t.Fatal(err)
+			}
+			turn := []events.Output{claimed, running}
+			for _, r := range raw {
+				o, err := events.DecodeOutput(r)
+				if err != nil {
+					t.Fatalf("%s: %v", r, err)
+				}
+				turn = append(turn, o)
+			}
+			r := testRun()
+			r.Engine = tt.engine
+			outs := feed(New(r, nil), append(turn, completed)...)
+			pushed := map[string]int{}
+			inserted, updates := 0, 0
+			for _, o := range outs {
+				inserted += len(o.Inserts)
+				updates += len(o.Updates)
+				for _, ev := range o.Chat {
+					m, ok := ev.Data.(events.ChatMessage)
+					if !ok {
+						continue
+					}
+					pushed[m.MessageRowID]++
+					if m.ParentMessageRowID == "" {
+						t.Errorf("chat:message %s (%s) has no parent row id", m.MessageRowID, m.Message.OutputType())
+					}
+				}
+			}
+			for row, n := range pushed {
+				if n != 1 {
+					t.Errorf("row %s pushed to clients %d times, want once", row, n)
+				}
+			}
+			if len(pushed) != inserted || updates != tt.wantUpdates {
+				t.Errorf("%d rows pushed, %d inserted, %d rewritten; want every insert pushed and %d rewritten",
+					len(pushed), inserted, updates, tt.wantUpdates)
+			}
+		})
 	}
 }

@@ -102,6 +102,7 @@ func Run(t *testing.T, h Harness, f Features) {
 		{"permission_denied", f.Permissions, s.denied},
 		{"denied_up_front", f.DenyUpFront, s.deniedUpFront},
 		{"ask_user", f.AskUser, s.askUser},
+		{"ask_user_at_once", f.AskUser, s.askUserAtOnce},
 		{"mcp_tool", f.MCP, s.mcpTool},
 		{"interrupt", f.Interrupt, s.interrupt},
 		{"cancel", true, s.cancel},

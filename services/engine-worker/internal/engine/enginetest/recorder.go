@@ -3,6 +3,7 @@ package enginetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,14 @@ type Recorder struct {
 	Decide func(engine.PermissionRequest) engine.Decision
 	// Answers answers every question (question text to label).
 	Answers map[string]string
+	// AnswerAtOnce answers each question inside Emit, the moment its
+	// tool_use goes out (when a client is told it may answer), through the
+	// worker's engine.Questions, before the agent has asked for it.
+	AnswerAtOnce bool
+
+	questions engine.Questions
+	early     []string // tool use ids answered at once
+	refused   []error  // answers given at once and refused
 
 	mu        sync.Mutex
 	outs      []events.Output
@@ -41,6 +50,9 @@ func (r *Recorder) Emit(o events.Output) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.outs = append(r.outs, o)
+	if r.AnswerAtOnce {
+		r.answerAtOnce(o)
+	}
 	if se, ok := o.(events.StreamEvent); ok && se.Event == events.StreamDelta && !se.Reasoning && r.firstText == 0 {
 		r.firstAt = time.Now()
 		r.firstText = r.firstAt.Sub(r.started)
@@ -93,11 +105,41 @@ func (r *Recorder) Permit(_ context.Context, p engine.PermissionRequest) (engine
 	return decide(p), nil
 }
 
-// AskUser implements engine.Interaction. It records whether the question's
-// tool_use went out before it was asked, as the contract demands.
-func (r *Recorder) AskUser(_ context.Context, toolUseID string, q events.AskUserQuestionInput) (map[string]string, error) {
+// answerAtOnce answers the questions o asks that were not answered yet,
+// as a client does on chat:waiting-input; r.mu is held.
+func (r *Recorder) answerAtOnce(o events.Output) {
+	r.questions.Saw(o)
+	id, name := toolUse(o)
+	if name != string(events.ToolAskUserQuestion) || slices.Contains(r.early, id) {
+		return
+	}
+	r.early = append(r.early, id)
+	if err := r.questions.Answer(id, engine.Reply{Answers: r.Answers}); err != nil {
+		r.refused = append(r.refused, err)
+	}
+}
+
+// Refused returns the errors of answers given at once that were refused.
+func (r *Recorder) Refused() []error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return append([]error(nil), r.refused...)
+}
+
+// AnsweredAtOnce returns the tool use ids of the questions answered at once.
+func (r *Recorder) AnsweredAtOnce() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.early...)
+}
+
+// AskUser implements engine.Interaction. It records whether the question's
+// tool_use went out before it was asked, as the contract demands. With
+// AnswerAtOnce it parks the question; an answer refused earlier is given
+// again once the question is parked, as a client retrying would, so the turn
+// still ends and Refused tells what went wrong.
+func (r *Recorder) AskUser(ctx context.Context, toolUseID string, q events.AskUserQuestionInput) (map[string]string, error) {
+	r.mu.Lock()
 	seen := false
 	for _, o := range r.outs {
 		if id, _ := toolUse(o); id == toolUseID {
@@ -106,10 +148,19 @@ func (r *Recorder) AskUser(_ context.Context, toolUseID string, q events.AskUser
 	}
 	r.asked = append(r.asked, toolUseID)
 	r.askedSeen = append(r.askedSeen, seen)
+	atOnce, answers := r.AnswerAtOnce, r.Answers
+	r.mu.Unlock()
 	if len(q.Questions) == 0 {
 		return nil, fmt.Errorf("question %s has no questions", toolUseID)
 	}
-	return r.Answers, nil
+	if !atOnce {
+		return answers, nil
+	}
+	reply, err := r.questions.Park(ctx, toolUseID, false, func() error {
+		_ = r.questions.Answer(toolUseID, engine.Reply{Answers: answers}) // already answered: kept as it was
+		return nil
+	})
+	return reply.Answers, err
 }
 
 // toolUse returns the id and name of the tool_use an output carries.

@@ -164,6 +164,28 @@ func (s *suite) askUser(t *testing.T) {
 	}
 }
 
+// askUserAtOnce answers the question the moment its tool_use is emitted,
+// before the agent asks for the answer: a client may answer as soon as it
+// is told it can, and the answer must reach the question.
+func (s *suite) askUserAtOnce(t *testing.T) {
+	c := s.newChat(t)
+	rec := NewRecorder()
+	rec.Answers, rec.AnswerAtOnce = map[string]string{askQuestion: askAnswer}, true
+	res, err := c.turn(t, "@@ASK@@ Ask me something.", "", rec)
+	mustSucceed(t, res, err)
+	outs := rec.Outputs()
+	id := toolUseNamed(outs, string(events.ToolAskUserQuestion))
+	if early := rec.AnsweredAtOnce(); id == "" || !slices.Equal(early, []string{id}) {
+		t.Fatalf("questions answered at once %v, want exactly the AskUserQuestion %q", early, id)
+	}
+	if refused := rec.Refused(); len(refused) > 0 {
+		t.Errorf("an answer given as soon as the question was shown was refused: %v", refused)
+	}
+	if tr, ok := toolResult(outs, id); !ok || tr.IsError || !strings.Contains(tr.Content, askAnswer) {
+		t.Errorf("question's tool result = %+v (found %v), want the answer %q", tr, ok, askAnswer)
+	}
+}
+
 // mcpTool gives the turn an MCP server; fakellm calls its echo tool.
 func (s *suite) mcpTool(t *testing.T) {
 	c := s.newChat(t)

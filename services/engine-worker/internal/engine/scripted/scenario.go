@@ -35,18 +35,18 @@ type Scenario struct {
 
 // Step is one thing the engine does. Exactly one field is set.
 type Step struct {
-	Text         *TextStep                    `json:"text,omitempty"`
-	Reasoning    *TextStep                    `json:"reasoning,omitempty"`
-	Tool         *ToolStep                    `json:"tool,omitempty"`
-	Agent        *AgentStep                   `json:"agent,omitempty"`
-	Ask          *events.AskUserQuestionInput `json:"ask,omitempty"`
-	Permission   *ToolStep                    `json:"permission,omitempty"`
-	RateLimit    *RateLimitStep               `json:"rateLimit,omitempty"`
-	Notification *NotificationStep            `json:"notification,omitempty"`
-	Compact      *CompactStep                 `json:"compact,omitempty"`
-	Error        *ErrorStep                   `json:"error,omitempty"`
-	Sleep        Duration                     `json:"sleep,omitempty"`
-	Report       *ReportStep                  `json:"report,omitempty"`
+	Text         *TextStep         `json:"text,omitempty"`
+	Reasoning    *TextStep         `json:"reasoning,omitempty"`
+	Tool         *ToolStep         `json:"tool,omitempty"`
+	Agent        *AgentStep        `json:"agent,omitempty"`
+	Ask          *AskStep          `json:"ask,omitempty"`
+	Permission   *ToolStep         `json:"permission,omitempty"`
+	RateLimit    *RateLimitStep    `json:"rateLimit,omitempty"`
+	Notification *NotificationStep `json:"notification,omitempty"`
+	Compact      *CompactStep      `json:"compact,omitempty"`
+	Error        *ErrorStep        `json:"error,omitempty"`
+	Sleep        Duration          `json:"sleep,omitempty"`
+	Report       *ReportStep       `json:"report,omitempty"`
 }
 
 // ReportStep makes the engine report what its run was configured with, as
@@ -84,6 +84,15 @@ type AgentStep struct {
 	SubagentType string `json:"subagentType,omitempty"`
 	Steps        []Step `json:"steps"` // text and tool steps only
 	Result       string `json:"result"`
+}
+
+// AskStep asks the user: the AskUserQuestion call goes out, and after Delay
+// the engine parks on Interaction.AskUser. A real agent takes that moment
+// too (Claude Code asks with can_use_tool some 80 ms after the tool_use), and
+// a client may answer within it.
+type AskStep struct {
+	events.AskUserQuestionInput
+	Delay Duration `json:"delay,omitempty"`
 }
 
 // RateLimitStep reports a rate-limit state.

@@ -222,11 +222,15 @@ func (p *player) agent(a AgentStep) error {
 		Content: []events.Block{events.ToolResultBlock{ToolUseID: id, Content: a.Result}}})
 }
 
-func (p *player) ask(q events.AskUserQuestionInput) error {
+func (p *player) ask(a AskStep) error {
 	id := "toolu_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:20]
+	q := a.AskUserQuestionInput
 	input, _ := json.Marshal(q)
 	if err := p.out(events.AssistantMessage{MessageBase: p.base(""), StopReason: events.StopToolUse,
 		Content: []events.Block{events.ToolUseBlock{ID: id, Name: string(events.ToolAskUserQuestion), Input: input}}}); err != nil {
+		return err
+	}
+	if err := p.wait(time.Duration(a.Delay)); err != nil {
 		return err
 	}
 	answers, err := p.req.Interaction.AskUser(p.ctx, id, q)

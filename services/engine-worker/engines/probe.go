@@ -1,0 +1,163 @@
+package engines
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// DefaultProbeTimeout is how long an engine's version command may take
+// unless Setup.ProbeTimeout says otherwise. It is generous: a Node CLI
+// starting on a loaded machine takes tens of seconds, and one that is cut
+// short is not offered.
+const DefaultProbeTimeout = 2 * time.Minute
+
+// ErrTimedOut says a version command did not answer in time: the engine
+// may well be installed and working, only slow to start.
+var ErrTimedOut = errors.New("did not answer in time")
+
+func (s Setup) probeTimeout() time.Duration {
+	if s.ProbeTimeout > 0 {
+		return s.ProbeTimeout
+	}
+	return DefaultProbeTimeout
+}
+
+// probeConcurrency is how many engines are checked at once: each check may
+// start a CLI, and starting them all together on a small machine makes every
+// one of them slow.
+func probeConcurrency() int { return max(2, runtime.NumCPU()) }
+
+// checkAll checks specs, a few at a time, in their order.
+func checkAll(ctx context.Context, setup Setup, specs []Spec) []Status {
+	out := make([]Status, len(specs))
+	sem := make(chan struct{}, probeConcurrency())
+	var wg sync.WaitGroup
+	for i, s := range specs {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			out[i] = s.Check(ctx, setup)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Pending is the engines a worker's start-up did not offer (Offer returns
+// them). Watch probes them again until they are ready.
+type Pending struct {
+	setup       Setup
+	specs       []Spec
+	states      []State       // each one's last state, to log changes only
+	first, last time.Duration // the first wait, doubled after each round up to last
+}
+
+// Watch probes the pending engines again, first after 30 s and then at
+// doubling intervals up to 5 minutes, until each is ready or ctx ends, and
+// calls offer once for each engine that became ready, with its factory and
+// installed version. A nil Pending has nothing to watch. Each call watches
+// on its own (every worker of a process offers the engines itself).
+func (p *Pending) Watch(ctx context.Context, offer func(events.EngineType, engine.Factory, string)) {
+	if p == nil {
+		return
+	}
+	log := p.setup.Logger
+	wait := p.first
+	pending, last := slices.Clone(p.specs), slices.Clone(p.states)
+	for len(pending) > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, p.last)
+		statuses := checkAll(ctx, p.setup, pending)
+		var specs []Spec
+		var states []State
+		for i, st := range statuses {
+			s := pending[i]
+			if st.State == Ready {
+				if log != nil {
+					log.InfoContext(ctx, "engine now offered", "engine", st.Engine, "version", st.Installed)
+				}
+				offer(s.Type, s.Factory(s.binFor(p.setup), p.setup), st.Installed)
+				continue
+			}
+			if st.State != last[i] && log != nil && ctx.Err() == nil {
+				log.WarnContext(ctx, "engine still not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)
+			}
+			specs, states = append(specs, s), append(states, st.State)
+		}
+		pending, last = specs, states
+	}
+}
+
+// modelServerTimeout bounds the model server check of Diagnose.
+const modelServerTimeout = 3 * time.Second
+
+// Diagnose is Doctor for a person: an engine that is ready but whose model
+// server (the worker's own credentials' base URL: CLOPEN_LLM_BASE_URL, or
+// the engine's own setting) does not accept a connection is reported as
+// ModelUnreachable, with what to fix. A worker offers such an engine all
+// the same (the server may come up later); its turns would fail until then.
+func Diagnose(ctx context.Context, setup Setup) []Status {
+	out := Doctor(ctx, setup)
+	var wg sync.WaitGroup
+	for i, s := range table {
+		if out[i].State != Ready || s.ModelServer == nil {
+			continue
+		}
+		base := s.ModelServer(ctx, setup)
+		if base == "" {
+			continue // the provider's own address
+		}
+		wg.Go(func() {
+			if err := dialModelServer(ctx, base); err != nil {
+				fix := "start it, or point the engine at a server that runs (its base URL setting)"
+				if setup.llmOverride() != "" {
+					fix = "start it, or set CLOPEN_LLM_BASE_URL to a server that runs"
+				}
+				out[i].State = ModelUnreachable
+				out[i].Message = fmt.Sprintf("%s %s is installed, but its model server %s does not answer (%v): %s",
+					s.Type, out[i].Installed, base, err, fix)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// dialModelServer checks that base accepts a TCP connection.
+func dialModelServer(ctx context.Context, base string) error {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("not a URL: %q", base)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, modelServerTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(u.Hostname(), port))
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}

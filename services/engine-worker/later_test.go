@@ -1,0 +1,101 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/health"
+	"clopen.dev/pkg/platform/logging"
+	"clopen.dev/pkg/platform/natstest"
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/engine/enginetest"
+)
+
+// An engine that becomes ready after the worker started (Deps.Later) is
+// offered from then on: its jobs get a consumer, its endpoints answer and
+// the worker's heartbeat advertises it.
+func TestAnEngineReadyLaterIsOffered(t *testing.T) {
+	ns := natstest.Start(t)
+	nc, js := natstest.Connect(t, ns)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	jobs, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: events.StreamJobs, Subjects: []string{events.SubjectJobsAll},
+		Retention: jetstream.WorkQueuePolicy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: events.BucketRunCtl}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	later := func(ctx context.Context, offer func(events.EngineType, engine.Factory, string)) {
+		select {
+		case <-release:
+			offer(events.EngineCodex, enginetest.Factory(&enginetest.Answers{EngineType: events.EngineCodex}), "9.9.9")
+		case <-ctx.Done():
+		}
+	}
+	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws")},
+		Deps{NATS: nc, Logger: logging.Discard(), Health: health.New(), Later: later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- w.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v", err)
+		}
+	}()
+
+	var beats jetstream.KeyValue
+	waitUntil(t, "the workers bucket exists", func() bool {
+		beats, err = js.KeyValue(ctx, events.BucketWorkers)
+		return err == nil
+	})
+	advertised := func() map[events.EngineType]string {
+		e, err := beats.Get(ctx, "w1")
+		if err != nil {
+			return nil
+		}
+		var info events.WorkerInfo
+		_ = json.Unmarshal(e.Value(), &info)
+		out := map[events.EngineType]string{}
+		for _, st := range info.Engines {
+			out[st.Engine] = st.Version
+		}
+		return out
+	}
+	waitUntil(t, "the worker advertises the scripted engine", func() bool { return advertised()[events.EngineScripted] != "" })
+	if v, ok := advertised()[events.EngineCodex]; ok {
+		t.Fatalf("codex advertised (%q) before it was ready", v)
+	}
+
+	close(release)
+	waitUntil(t, "the heartbeat advertises codex 9.9.9", func() bool { return advertised()[events.EngineCodex] == "9.9.9" })
+	if _, err := jobs.Consumer(ctx, "engine-"+string(events.EngineCodex)); err != nil {
+		t.Errorf("no job consumer for codex: %v", err)
+	}
+	subject, _ := events.EngineSubject(events.EngineCodex, events.OpModels)
+	waitUntil(t, "codex's models endpoint answers", func() bool {
+		_, err := nc.Request(subject, []byte(`{}`), time.Second)
+		return err == nil // any reply: before, there were no responders
+	})
+}
+
+// waitUntil polls cond until it holds, failing after a generous deadline.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+	}
+}
