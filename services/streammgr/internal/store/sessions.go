@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/streammgr/internal/eventlog"
 )
 
 const sessionColumns = `id::text, project_id::text, title, engine, provider, model_id, account_id,
@@ -138,8 +139,10 @@ func DeleteSession(ctx context.Context, tx pgx.Tx, tenant, id string) (Deleted, 
 	if err != nil {
 		return Deleted{}, fmt.Errorf("delete session: list runs: %w", err)
 	}
+	if err := eventlog.DeleteRuns(ctx, tx, d.Runs); err != nil {
+		return Deleted{}, fmt.Errorf("delete session: %w", err)
+	}
 	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM streammgr.run_events WHERE run_id = ANY($1::uuid[])`, d.Runs)
 	b.Queue(`DELETE FROM streammgr.dead_events WHERE session_id = $1`, id)
 	b.Queue(`DELETE FROM streammgr.messages WHERE session_id = $1`, id)
 	b.Queue(`DELETE FROM streammgr.runs WHERE session_id = $1`, id)
