@@ -45,9 +45,10 @@ type dispatched struct {
 
 // dispatchLocked starts run in session l (locked FOR UPDATE by the caller's
 // transaction): the user message becomes HEAD and the run's first event, the
-// resume id is resolved by walking HEAD, the engine prompt is built, and the
-// run becomes the session's active run.
-func (d *dispatcher) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Locked, run store.RunRow) (*dispatched, error) {
+// resume id is resolved by walking HEAD, the engine prompt is built (unless
+// the caller prepared it, before it took the lock), and the run becomes the
+// session's active run.
+func (d *dispatcher) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Locked, run store.RunRow, prompt []events.Block) (*dispatched, error) {
 	now := time.Now().UTC()
 	userRow := router.RowID(run.ID, 0, 1, 0)
 	msg := events.UserMessage{
@@ -62,7 +63,10 @@ func (d *dispatcher) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Lock
 	}
 	run.Job.ResumeSessionID = resume
 	run.ResumeSessionID = resume
-	run.Job.Prompt = d.prompt(ctx, turnOf(run), run.Job.Prompt)
+	if prompt == nil {
+		prompt = d.prompt(ctx, turnOf(run), run.Job.Prompt)
+	}
+	run.Job.Prompt = prompt
 	payload, err := events.EncodeOutput(msg)
 	if err != nil {
 		return nil, err
@@ -91,8 +95,8 @@ func (d *dispatcher) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Lock
 // session of the newest engine-made message, unless the branch was made by
 // another engine (then the turn starts fresh: no foreign session id is ever
 // handed to an engine).
-func resumeID(ctx context.Context, tx pgx.Tx, l store.Locked, engine events.EngineType) (string, error) {
-	path, err := store.WalkHead(ctx, tx, l.HeadMessageID, 500)
+func resumeID(ctx context.Context, db store.DB, l store.Locked, engine events.EngineType) (string, error) {
+	path, err := store.WalkHead(ctx, db, l.HeadMessageID, 500)
 	if err != nil {
 		return "", err
 	}
@@ -149,7 +153,7 @@ func (d *dispatcher) dispatchNext(ctx context.Context, tx pgx.Tx, tenant, sessio
 	if err != nil || !ok {
 		return nil, err
 	}
-	return d.dispatchLocked(ctx, tx, l, next)
+	return d.dispatchLocked(ctx, tx, l, next, nil)
 }
 
 // flagEnded marks an ended run in run_ctl so that a stale copy of its job

@@ -16,15 +16,75 @@ import (
 	"clopen.dev/services/streammgr/internal/store"
 )
 
+// startAttempts bounds how often a turn is prepared again because its
+// session changed between the preparation and the lock.
+const startAttempts = 5
+
+// errSessionChanged says that a session no longer is what its turn was
+// prepared from: the turn is prepared again.
+var errSessionChanged = errors.New("the session changed while the turn was prepared")
+
 // start runs one turn: in one transaction it creates the run and, when the
 // session is idle, dispatches it (the user message saved as the run's first
 // event, the engine session to resume resolved); otherwise the run waits
 // behind the session's active run and starts when that one completes. The
-// job is published after the commit.
+// job is published after the commit. What needs the bus is prepared before
+// the transaction locks the session (prepare).
 func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (events.StartTurnReply, error) {
 	if err := m.validateStart(&req); err != nil {
 		return events.StartTurnReply{}, err
 	}
+	for attempt := 1; ; attempt++ {
+		prep, err := m.prepare(ctx, req)
+		if err != nil {
+			return events.StartTurnReply{}, mapStoreErr(err, "session")
+		}
+		reply, err := m.startPrepared(ctx, req, prep)
+		if !errors.Is(err, errSessionChanged) {
+			return reply, err
+		}
+		if attempt == startAttempts {
+			return events.StartTurnReply{}, svc.Conflict("session %s changed while the turn was prepared; send it again", req.SessionID)
+		}
+	}
+}
+
+// preparation is what a turn needs from the bus — whether its engine is
+// offered, and, for an idle session, its engine prompt (which may ask
+// artifacts to expand a slash skill) — worked out from an unlocked read of
+// the session. No bus request is made while a session row is locked: the
+// event writer locks the same rows for its batches, and a slow answer would
+// hold up every session on that writer.
+type preparation struct {
+	seen       store.Locked // the session as read, the request's selection applied
+	offeredErr error
+	prompt     []events.Block // the engine prompt; nil when the session was busy
+}
+
+// prepare reads the session unlocked and prepares the turn from it.
+func (m *Manager) prepare(ctx context.Context, req events.StartTurnRequest) (preparation, error) {
+	l, err := store.PeekSession(ctx, m.db, req.TenantID, req.SessionID)
+	if err != nil {
+		return preparation{}, err
+	}
+	select_(&l, req)
+	engine := events.EngineType(l.Engine)
+	p := preparation{seen: l, offeredErr: m.checkEngineOffered(ctx, engine)}
+	if l.ActiveRunID == "" {
+		resume, err := resumeID(ctx, m.db, l, engine)
+		if err != nil {
+			return preparation{}, err
+		}
+		p.prompt = m.buildEnginePrompt(ctx, turn{Tenant: l.Tenant, User: req.UserID, Project: l.Project, Session: l.ID,
+			Profile: l.Profile, Engine: engine, ResumeSessionID: resume}, req.Prompt)
+	}
+	return p, nil
+}
+
+// startPrepared is one attempt of start, with the session locked; it fails
+// with errSessionChanged when the session no longer is what prep was made
+// from.
+func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest, prep preparation) (events.StartTurnReply, error) {
 	var reply events.StartTurnReply
 	var fx *dispatched
 	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
@@ -41,8 +101,11 @@ func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (event
 			}
 		}
 		select_(&l, req)
-		if err := m.checkEngineOffered(ctx, events.EngineType(l.Engine)); err != nil {
-			return err
+		if l.Project != prep.seen.Project || l.Engine != prep.seen.Engine || l.Profile != prep.seen.Profile {
+			return errSessionChanged
+		}
+		if prep.offeredErr != nil {
+			return prep.offeredErr
 		}
 		if err := store.SaveSelection(ctx, tx, l); err != nil {
 			return err
@@ -61,7 +124,10 @@ func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (event
 		if l.ActiveRunID != "" {
 			return nil // waits behind the active run
 		}
-		fx, err = m.disp.dispatchLocked(ctx, tx, l, run)
+		if prep.prompt == nil || l.HeadMessageID != prep.seen.HeadMessageID {
+			return errSessionChanged // the prompt was prepared for another HEAD, or not at all
+		}
+		fx, err = m.disp.dispatchLocked(ctx, tx, l, run, prep.prompt)
 		if err == nil {
 			reply.UserMessageRowID = fx.userRow
 		}
