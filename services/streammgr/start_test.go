@@ -51,7 +51,9 @@ func TestSlowSkillExpansionDoesNotHoldUpTheWriter(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Writers = 1 // both sessions on one writer
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, Deps{NATS: smc, DB: db, Logger: logging.Discard(), Health: health.New()}) }()
+	go func() {
+		done <- Run(ctx, cfg, Deps{NATS: smc, DB: db, Logger: logging.Discard(), Health: health.New()})
+	}()
 	defer func() { cancel(); <-done }()
 
 	tenant, project, user := uuid.NewString(), uuid.NewString(), uuid.NewString()
