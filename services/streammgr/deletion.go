@@ -55,59 +55,11 @@ func (m *Manager) deleteSession(ctx context.Context, req events.SessionRef) (eve
 	return s, nil
 }
 
-// deletedMeanwhile reports whether run's session was deleted after the
-// dispatch of run committed: the deletion's purge may have come before the
-// user message just published, so it is purged again, and the job is not
-// published (the deletion flagged the run cancelled anyway).
-func (m *Manager) deletedMeanwhile(ctx context.Context, run store.RunRow) bool {
-	var exists bool
-	err := m.db.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM streammgr.chat_sessions WHERE id = $1)`, run.SessionID).Scan(&exists)
-	if err != nil || exists {
-		return false // when in doubt, go on: a job for a deleted run is dropped by its worker
-	}
-	m.pipe.markDeleted([]string{run.ID})
-	m.purgeBus(ctx, run.Tenant, run.SessionID, []string{run.ID})
-	return true
-}
-
 // lostRace reports a transaction that failed only because of another one (a
 // serialization failure or a deadlock): trying again can succeed.
 func lostRace(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "40")
-}
-
-// purgeBus removes what the bus still holds of a deleted session: its CHAT
-// subject (the resume buffer, prompts included) and the EVENTS subject of
-// each of its runs. A failure is logged; what is left expires with the
-// streams' MaxAge.
-func (m *Manager) purgeBus(ctx context.Context, tenant, session string, runs []string) {
-	if subject, err := events.ChatSubject(tenant, session); err == nil {
-		m.purge(ctx, events.StreamChat, []string{subject})
-	}
-	subjects := make([]string, 0, len(runs))
-	for _, run := range runs {
-		if subject, err := events.EventsSubject(tenant, run); err == nil {
-			subjects = append(subjects, subject)
-		}
-	}
-	m.purge(ctx, events.StreamEvents, subjects)
-}
-
-// purge removes every message on each of subjects from stream.
-func (m *Manager) purge(ctx context.Context, stream string, subjects []string) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	s, err := m.js.Stream(ctx, stream)
-	if err != nil {
-		m.log.Warn("purge a deleted session from the bus", "stream", stream, "err", err)
-		return
-	}
-	for _, subject := range subjects {
-		if err := s.Purge(ctx, jetstream.WithPurgeSubject(subject)); err != nil {
-			m.log.Warn("purge a deleted session from the bus", "subject", subject, "err", err)
-		}
-	}
 }
 
 // dropDeleted finishes what a writer found of deleted sessions in a batch:
@@ -124,9 +76,9 @@ func (p *pipeline) dropDeleted(ctx context.Context, gone []*write) {
 		}
 	}
 	for s, rs := range runs {
-		p.m.log.Info("events of a deleted session dropped", "session_id", s.id, "runs", len(rs))
+		p.log.Info("events of a deleted session dropped", "session_id", s.id, "runs", len(rs))
 		p.markDeleted(rs)
-		p.m.purgeBus(ctx, s.tenant, s.id, rs)
+		p.bus.purgeBus(ctx, s.tenant, s.id, rs)
 	}
 }
 
@@ -168,6 +120,6 @@ func (p *pipeline) purgeStale(ctx context.Context) {
 	clear(p.stale)
 	p.deletedMu.Unlock()
 	if len(subjects) > 0 {
-		p.m.purge(ctx, events.StreamEvents, subjects)
+		p.bus.purge(ctx, events.StreamEvents, subjects)
 	}
 }

@@ -16,12 +16,14 @@ import (
 // Manager is a running streammgr: the request handlers, the EVENTS pipeline
 // and the reaper share it.
 type Manager struct {
-	cfg  Config
-	db   *pgxpool.Pool
-	nc   *nats.Conn
-	js   jetstream.JetStream
-	log  *slog.Logger
+	cfg Config
+	db  *pgxpool.Pool
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	log *slog.Logger
+	bus
 	pipe *pipeline
+	disp *dispatcher
 
 	flags jetstream.KeyValue // run_ctl
 

@@ -2,13 +2,14 @@ package streammgr
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"go.opentelemetry.io/otel/attribute"
@@ -48,7 +49,14 @@ func pinTiming(ackWait time.Duration) (ttl, expiry time.Duration) {
 // and hands the outcome to the writer, which commits in batches and acks
 // after the commit.
 type pipeline struct {
-	m      *Manager
+	ackWait time.Duration
+	db      *pgxpool.Pool
+	nc      *nats.Conn // notifications
+	js      jetstream.JetStream
+	log     *slog.Logger
+	bus     bus
+	disp    *dispatcher // the writers dispatch a session's next queued turn
+
 	writes []chan *write // one per writer; a session's events go to one
 	chat   *chatPublisher
 	prog   *progress
@@ -95,12 +103,15 @@ type write struct {
 	routed time.Time
 }
 
-func newPipeline(m *Manager) *pipeline {
-	writes := make([]chan *write, max(m.cfg.Writers, 1))
+// newPipeline makes the pipeline of cfg's writers; its dispatcher is set
+// before it runs.
+func newPipeline(cfg Config, db *pgxpool.Pool, nc *nats.Conn, js jetstream.JetStream, log *slog.Logger) *pipeline {
+	writes := make([]chan *write, max(cfg.Writers, 1))
 	for i := range writes {
 		writes[i] = make(chan *write, 4096)
 	}
-	return &pipeline{m: m, writes: writes, chat: newChatPublisher(m.js, m.log), prog: newProgress(len(writes)),
+	return &pipeline{ackWait: cfg.AckWait, db: db, nc: nc, js: js, log: log, bus: bus{js: js, log: log},
+		writes: writes, chat: newChatPublisher(js, log), prog: newProgress(len(writes)),
 		runs: map[string]*runRoute{}, deleted: map[string]time.Time{}, stale: map[string]bool{}}
 }
 
@@ -116,23 +127,23 @@ func (p *pipeline) consumer(ctx context.Context) (jetstream.Consumer, error) {
 		Description:    "streammgr: route, persist and project every engine event",
 		FilterSubject:  events.SubjectEventsAll,
 		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        p.m.cfg.AckWait,
+		AckWait:        p.ackWait,
 		MaxAckPending:  50_000,
 		DeliverPolicy:  jetstream.DeliverAllPolicy,
 		PriorityPolicy: jetstream.PriorityPolicyPinned,
 		PriorityGroups: []string{priorityGroup},
 	}
-	cfg.PinnedTTL, _ = pinTiming(p.m.cfg.AckWait)
-	if old, err := p.m.js.Consumer(ctx, events.StreamEvents, consumerName); err == nil {
+	cfg.PinnedTTL, _ = pinTiming(p.ackWait)
+	if old, err := p.js.Consumer(ctx, events.StreamEvents, consumerName); err == nil {
 		if info := old.CachedInfo(); info.Config.AckPolicy != cfg.AckPolicy {
-			if err := p.m.js.DeleteConsumer(ctx, events.StreamEvents, consumerName); err != nil {
+			if err := p.js.DeleteConsumer(ctx, events.StreamEvents, consumerName); err != nil {
 				return nil, fmt.Errorf("replace events consumer: %w", err)
 			}
 			cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, info.AckFloor.Stream+1
-			p.m.log.Info("replaced the events consumer to change its ack policy", "from_seq", cfg.OptStartSeq)
+			p.log.Info("replaced the events consumer to change its ack policy", "from_seq", cfg.OptStartSeq)
 		}
 	}
-	return p.m.js.CreateOrUpdateConsumer(ctx, events.StreamEvents, cfg)
+	return p.js.CreateOrUpdateConsumer(ctx, events.StreamEvents, cfg)
 }
 
 // run consumes until ctx ends. A consumption that stops (its consumer was
@@ -145,7 +156,7 @@ func (p *pipeline) run(ctx context.Context) error {
 			return nil
 		}
 		p.prog.consuming(nil, err)
-		p.m.log.Error("not consuming EVENTS: trying again", "err", err)
+		p.log.Error("not consuming EVENTS: trying again", "err", err)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -176,7 +187,7 @@ func (p *pipeline) consume(ctx context.Context) error {
 	}
 	var lastErr error
 	var errMu sync.Mutex
-	_, expiry := pinTiming(p.m.cfg.AckWait)
+	_, expiry := pinTiming(p.ackWait)
 	cc, err := c.Consume(func(msg jetstream.Msg) { p.handle(ctx, msg) },
 		jetstream.PullMaxMessages(2000), jetstream.PullPriorityGroup(priorityGroup), jetstream.PullExpiry(expiry),
 		jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
@@ -186,9 +197,9 @@ func (p *pipeline) consume(ctx context.Context) error {
 				// This instance did not renew its pin within the TTL (it
 				// was stalled): another instance may have routed since.
 				pinLost.Add(ctx, 1)
-				p.m.log.Warn("events consumer lost its pin", "err", err)
+				p.log.Warn("events consumer lost its pin", "err", err)
 			default:
-				p.m.log.Warn("events consumer", "err", err)
+				p.log.Warn("events consumer", "err", err)
 			}
 			errMu.Lock()
 			lastErr = err
@@ -220,7 +231,7 @@ func (p *pipeline) consume(ctx context.Context) error {
 func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
 	meta, err := msg.Metadata()
 	if err != nil {
-		p.m.log.Error("event without metadata dropped", "err", err)
+		p.log.Error("event without metadata dropped", "err", err)
 		_ = msg.Term()
 		return
 	}
@@ -228,7 +239,7 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
 	skip := func() { _ = msg.Ack() } // nothing to route or store
 	env, raw, err := events.DecodeEnvelopeRaw(msg.Data())
 	if err != nil {
-		p.m.log.Error("undecodable event dropped", "subject", msg.Subject(), "stream_seq", seq, "err", err)
+		p.log.Error("undecodable event dropped", "subject", msg.Subject(), "stream_seq", seq, "err", err)
 		skip()
 		return
 	}
@@ -242,17 +253,17 @@ func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			// Runs are committed before their jobs go out: this one was deleted.
-			p.m.log.Info("event of an unknown run dropped", "run_id", env.Run)
+			p.log.Info("event of an unknown run dropped", "run_id", env.Run)
 			p.markDeleted([]string{env.Run})
 			p.dropStale(msg)
 			return
 		}
-		p.m.log.Error("load run", "run_id", env.Run, "err", err)
+		p.log.Error("load run", "run_id", env.Run, "err", err)
 		_ = msg.NakWithDelay(time.Second)
 		return
 	}
 	if env.Tenant != rr.tenant || env.Session != rr.session {
-		p.m.log.Error("event names another tenant or session than its run: dropped", "run_id", env.Run)
+		p.log.Error("event names another tenant or session than its run: dropped", "run_id", env.Run)
 		skip()
 		return
 	}
@@ -293,14 +304,14 @@ func (p *pipeline) publish(ctx context.Context, rr *runRoute, out router.Outcome
 	}
 	subject, err := events.ChatSubject(rr.tenant, rr.session)
 	if err != nil {
-		p.m.log.Error("chat subject", "err", err)
+		p.log.Error("chat subject", "err", err)
 		return nil
 	}
 	msgs := make([]*nats.Msg, 0, len(out.Chat))
 	for i, ev := range out.Chat {
 		data, err := ev.MarshalJSON()
 		if err != nil {
-			p.m.log.Error("encode chat event", "type", ev.Type, "err", err)
+			p.log.Error("encode chat event", "type", ev.Type, "err", err)
 			continue
 		}
 		msg := nats.NewMsg(subject)
@@ -313,7 +324,7 @@ func (p *pipeline) publish(ctx context.Context, rr *runRoute, out router.Outcome
 		if ns, err := events.NotifySubject(rr.tenant, rr.project); err == nil {
 			for _, ev := range out.Notify {
 				if data, err := ev.MarshalJSON(); err == nil {
-					_ = p.m.nc.Publish(ns, data)
+					_ = p.nc.Publish(ns, data)
 				}
 			}
 		}
@@ -342,14 +353,14 @@ func (p *pipeline) route(ctx context.Context, run string) (*runRoute, error) {
 	if rr, ok := p.runs[run]; ok {
 		return rr, nil
 	}
-	rt, err := store.LoadRouting(ctx, p.m.db, run)
+	rt, err := store.LoadRouting(ctx, p.db, run)
 	if err != nil {
 		return nil, err
 	}
 	row := rt.Run
 	var partial *router.Partial
 	if row.Epoch > 0 { // a worker already sent events: what streamed since the last message
-		if partial, err = partialsSince(ctx, p.m.db, run); err != nil {
+		if partial, err = partialsSince(ctx, p.db, run); err != nil {
 			return nil, err
 		}
 	}
@@ -413,7 +424,7 @@ func (p *pipeline) housekeep(ctx context.Context) {
 	now := time.Now()
 	for id, rr := range p.runs {
 		if ready := rr.ord.Expire(now); len(ready) > 0 {
-			p.m.log.Warn("routing past a gap in a run's events", "run_id", id, "events", len(ready))
+			p.log.Warn("routing past a gap in a run's events", "run_id", id, "events", len(ready))
 			p.routeReady(ctx, rr, ready)
 		}
 		idle := rr.ended
@@ -444,25 +455,4 @@ func (p *pipeline) partial(run string) (string, string, bool) {
 	}
 	t, r := rr.st.Partial()
 	return t, r, true
-}
-
-// inject routes an event streammgr writes itself (a cancel no worker could
-// take, a lease that vanished): published on the run's subject like any
-// engine event, with seq 0 so the router places it after the run's events.
-func (m *Manager) inject(ctx context.Context, tenant, session, run string, o events.Output, msgID string) error {
-	subject, err := events.EventsSubject(tenant, run)
-	if err != nil {
-		return err
-	}
-	env := events.Envelope{Tenant: tenant, Run: run, Session: session, EmittedAt: time.Now().UTC(), Output: o}
-	data, err := json.Marshal(env)
-	if err != nil {
-		return err
-	}
-	msg := nats.NewMsg(subject)
-	msg.Data = data
-	msg.Header.Set(events.HeaderRun, run)
-	msg.Header.Set(events.HeaderType, o.OutputType())
-	_, err = m.js.PublishMsg(ctx, msg, jetstream.WithMsgID(msgID))
-	return err
 }

@@ -50,8 +50,10 @@ func (m *Manager) buildEnginePrompt(ctx context.Context, t turn, prompt []events
 	return prompt
 }
 
-// expandTimeout bounds the expansion request; it runs inside the dispatch
-// transaction, and only for prompts that look like an invocation.
+// expandTimeout bounds the expansion request; it runs only for prompts that
+// look like an invocation. A turn started into an idle session expands
+// before its transaction locks the session; a queued turn, when the writer
+// dispatches it, inside the writer's transaction.
 const expandTimeout = 3 * time.Second
 
 // mayInvoke is a cheap pre-check of the artifacts grammar (a first text

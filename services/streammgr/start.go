@@ -4,32 +4,87 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
-	"clopen.dev/pkg/platform/natstrace"
 	"clopen.dev/pkg/platform/svc"
-	"clopen.dev/services/streammgr/internal/router"
 	"clopen.dev/services/streammgr/internal/store"
 )
+
+// startAttempts bounds how often a turn is prepared again because its
+// session changed between the preparation and the lock.
+const startAttempts = 5
+
+// errSessionChanged says that a session no longer is what its turn was
+// prepared from: the turn is prepared again.
+var errSessionChanged = errors.New("the session changed while the turn was prepared")
 
 // start runs one turn: in one transaction it creates the run and, when the
 // session is idle, dispatches it (the user message saved as the run's first
 // event, the engine session to resume resolved); otherwise the run waits
 // behind the session's active run and starts when that one completes. The
-// job is published after the commit.
+// job is published after the commit. What needs the bus is prepared before
+// the transaction locks the session (prepare).
 func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (events.StartTurnReply, error) {
 	if err := m.validateStart(&req); err != nil {
 		return events.StartTurnReply{}, err
 	}
+	for attempt := 1; ; attempt++ {
+		prep, err := m.prepare(ctx, req)
+		if err != nil {
+			return events.StartTurnReply{}, mapStoreErr(err, "session")
+		}
+		reply, err := m.startPrepared(ctx, req, prep)
+		if !errors.Is(err, errSessionChanged) {
+			return reply, err
+		}
+		if attempt == startAttempts {
+			return events.StartTurnReply{}, svc.Conflict("session %s changed while the turn was prepared; send it again", req.SessionID)
+		}
+	}
+}
+
+// preparation is what a turn needs from the bus — whether its engine is
+// offered, and, for an idle session, its engine prompt (which may ask
+// artifacts to expand a slash skill) — worked out from an unlocked read of
+// the session. No bus request is made while a session row is locked: the
+// event writer locks the same rows for its batches, and a slow answer would
+// hold up every session on that writer.
+type preparation struct {
+	seen       store.Locked // the session as read, the request's selection applied
+	offeredErr error
+	prompt     []events.Block // the engine prompt; nil when the session was busy
+}
+
+// prepare reads the session unlocked and prepares the turn from it.
+func (m *Manager) prepare(ctx context.Context, req events.StartTurnRequest) (preparation, error) {
+	l, err := store.PeekSession(ctx, m.db, req.TenantID, req.SessionID)
+	if err != nil {
+		return preparation{}, err
+	}
+	select_(&l, req)
+	engine := events.EngineType(l.Engine)
+	p := preparation{seen: l, offeredErr: m.checkEngineOffered(ctx, engine)}
+	if l.ActiveRunID == "" {
+		resume, err := resumeID(ctx, m.db, l, engine)
+		if err != nil {
+			return preparation{}, err
+		}
+		p.prompt = m.buildEnginePrompt(ctx, turn{Tenant: l.Tenant, User: req.UserID, Project: l.Project, Session: l.ID,
+			Profile: l.Profile, Engine: engine, ResumeSessionID: resume}, req.Prompt)
+	}
+	return p, nil
+}
+
+// startPrepared is one attempt of start, with the session locked; it fails
+// with errSessionChanged when the session no longer is what prep was made
+// from.
+func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest, prep preparation) (events.StartTurnReply, error) {
 	var reply events.StartTurnReply
 	var fx *dispatched
 	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
@@ -46,8 +101,11 @@ func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (event
 			}
 		}
 		select_(&l, req)
-		if err := m.checkEngineOffered(ctx, events.EngineType(l.Engine)); err != nil {
-			return err
+		if l.Project != prep.seen.Project || l.Engine != prep.seen.Engine || l.Profile != prep.seen.Profile {
+			return errSessionChanged
+		}
+		if prep.offeredErr != nil {
+			return prep.offeredErr
 		}
 		if err := store.SaveSelection(ctx, tx, l); err != nil {
 			return err
@@ -66,7 +124,10 @@ func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (event
 		if l.ActiveRunID != "" {
 			return nil // waits behind the active run
 		}
-		fx, err = m.dispatchLocked(ctx, tx, l, run)
+		if prep.prompt == nil || l.HeadMessageID != prep.seen.HeadMessageID {
+			return errSessionChanged // the prompt was prepared for another HEAD, or not at all
+		}
+		fx, err = m.disp.dispatchLocked(ctx, tx, l, run, prep.prompt)
 		if err == nil {
 			reply.UserMessageRowID = fx.userRow
 		}
@@ -76,7 +137,7 @@ func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (event
 		return events.StartTurnReply{}, mapStoreErr(err, "session")
 	}
 	if fx != nil {
-		m.afterDispatch(background(ctx), fx)
+		m.disp.afterDispatch(background(ctx), fx)
 	}
 	return reply, nil
 }
@@ -186,142 +247,6 @@ func (m *Manager) offeredEngines(ctx context.Context) (map[events.EngineType]boo
 	m.offered, m.offeredAt = offered, time.Now()
 	m.mu.Unlock()
 	return offered, true
-}
-
-// dispatched is what a dispatch leaves to do after its transaction commits.
-type dispatched struct {
-	run                    store.RunRow
-	userRow                string
-	userMsg                events.UserMessage
-	parent                 string
-	modelName, accountName string
-}
-
-// dispatchLocked starts run in session l (locked FOR UPDATE by the caller's
-// transaction): the user message becomes HEAD and the run's first event, the
-// resume id is resolved by walking HEAD, the engine prompt is built, and the
-// run becomes the session's active run.
-func (m *Manager) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Locked, run store.RunRow) (*dispatched, error) {
-	now := time.Now().UTC()
-	userRow := router.RowID(run.ID, 0, 1, 0)
-	msg := events.UserMessage{
-		MessageBase: events.MessageBase{CreatedAt: now, MessageID: userRow,
-			Engine: events.MessageEngine{Type: run.Engine, Model: events.ModelRef{ID: run.Model}, ReasoningEffort: run.Effort}},
-		Sender:  events.Sender{ID: run.RequestedBy, Name: run.SenderName},
-		Content: run.Job.Prompt,
-	}
-	resume, err := resumeID(ctx, tx, l, run.Engine)
-	if err != nil {
-		return nil, err
-	}
-	run.Job.ResumeSessionID = resume
-	run.ResumeSessionID = resume
-	run.Job.Prompt = m.buildEnginePrompt(ctx, turnOf(run), run.Job.Prompt)
-	payload, err := events.EncodeOutput(msg)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO streammgr.run_events (run_id, epoch, seq, type, payload)
-		VALUES ($1, 0, 1, 'user', $2) ON CONFLICT DO NOTHING`, run.ID, payload); err != nil {
-		return nil, fmt.Errorf("record user message: %w", err)
-	}
-	parent := l.HeadMessageID
-	if err := store.SaveUserTurn(ctx, tx, l, run.ID, userRow, msg, router.Title(textOf(msg.Content))); err != nil {
-		return nil, err
-	}
-	run.UserMessageID = userRow
-	if err := store.MarkDispatched(ctx, tx, run, now); err != nil {
-		return nil, err
-	}
-	if _, err := tx.Exec(ctx, `UPDATE streammgr.runs SET last_seq = 1 WHERE id = $1`, run.ID); err != nil {
-		return nil, err
-	}
-	if err := store.SetActiveRun(ctx, tx, l.ID, run.ID); err != nil {
-		return nil, err
-	}
-	return &dispatched{run: run, userRow: userRow, userMsg: msg, parent: parent, modelName: l.ModelName, accountName: l.AccountName}, nil
-}
-
-// resumeID walks the session's HEAD towards the root and returns the engine
-// session of the newest engine-made message, unless the branch was made by
-// another engine (then the turn starts fresh: no foreign session id is ever
-// handed to an engine).
-func resumeID(ctx context.Context, tx pgx.Tx, l store.Locked, engine events.EngineType) (string, error) {
-	path, err := store.WalkHead(ctx, tx, l.HeadMessageID, 500)
-	if err != nil {
-		return "", err
-	}
-	for _, b := range path {
-		if b.Type == events.TypeUser {
-			continue
-		}
-		if b.EngineType != "" && b.EngineType != string(engine) {
-			return "", nil // the branch belongs to another engine
-		}
-		if b.EngineSession != "" && b.EngineSession != l.ID {
-			return b.EngineSession, nil
-		}
-	}
-	return "", nil
-}
-
-// afterDispatch tells clients about the user message and publishes the job.
-// A failed publish is retried by the sweeper (same Msg-Id: never twice).
-func (m *Manager) afterDispatch(ctx context.Context, fx *dispatched) {
-	run := fx.run
-	ev := events.ChatEvent{Type: events.ChatTypeMessage, ChatSessionID: run.SessionID, ProjectID: run.ProjectID,
-		RunID: run.ID, Source: &events.SourceRef{Run: run.ID, Epoch: 0, Seq: 1}, Timestamp: fx.userMsg.CreatedAt,
-		Data: events.ChatMessage{Message: fx.userMsg, MessageRowID: fx.userRow, ParentMessageRowID: fx.parent,
-			SenderID: run.RequestedBy, SenderName: run.SenderName, Engine: run.Engine}}
-	m.publishChat(ctx, run.Tenant, []events.ChatEvent{ev})
-	if m.deletedMeanwhile(ctx, run) {
-		return
-	}
-	m.pipe.prime(run, fx.userRow, fx.modelName, fx.accountName)
-	if err := m.publishJob(ctx, run.Job); err != nil {
-		m.log.ErrorContext(ctx, "publish job (the sweeper will retry)", "run_id", run.ID, "err", err)
-	}
-}
-
-// publishJob sends a run's job to the workers of its engine.
-func (m *Manager) publishJob(ctx context.Context, job events.Job) error {
-	subject, err := events.JobSubject(string(job.Engine))
-	if err != nil {
-		return err
-	}
-	data, err := json.Marshal(job)
-	if err != nil {
-		return err
-	}
-	msg := nats.NewMsg(subject)
-	msg.Data = data
-	natstrace.Inject(ctx, msg.Header)
-	_, err = m.js.PublishMsg(ctx, msg, jetstream.WithMsgID(job.RunID))
-	return err
-}
-
-// publishChat publishes chat events synchronously (request paths, not the
-// hot pipeline), each under its Msg-Id.
-func (m *Manager) publishChat(ctx context.Context, tenant string, evs []events.ChatEvent) {
-	for i, ev := range evs {
-		subject, err := events.ChatSubject(tenant, ev.ChatSessionID)
-		if err != nil {
-			m.log.Error("chat subject", "err", err)
-			return
-		}
-		data, err := json.Marshal(ev)
-		if err != nil {
-			m.log.Error("encode chat event", "err", err)
-			return
-		}
-		opts := []jetstream.PublishOpt{}
-		if id := ev.MsgID(i); id != "" {
-			opts = append(opts, jetstream.WithMsgID(id))
-		}
-		if _, err := m.js.Publish(ctx, subject, data, opts...); err != nil {
-			m.log.Error("publish chat event", "type", ev.Type, "err", err)
-		}
-	}
 }
 
 func textOf(blocks []events.Block) string {

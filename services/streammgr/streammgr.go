@@ -79,11 +79,14 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err := DeclareStreams(ctx, js, cfg.Streams); err != nil {
 		return err
 	}
-	m := &Manager{cfg: cfg, db: d.DB, nc: d.NATS, js: js, log: d.Logger}
-	m.pipe = newPipeline(m)
+	m := &Manager{cfg: cfg, db: d.DB, nc: d.NATS, js: js, log: d.Logger, bus: bus{js: js, log: d.Logger}}
 	if m.flags, err = js.KeyValue(ctx, events.BucketRunCtl); err != nil {
 		return err
 	}
+	m.pipe = newPipeline(cfg, d.DB, d.NATS, js, d.Logger)
+	m.disp = &dispatcher{db: d.DB, bus: m.bus, flags: m.flags, log: d.Logger, prompt: m.buildEnginePrompt,
+		prime: m.pipe.prime, forget: m.pipe.markDeleted}
+	m.pipe.disp = m.disp
 	s, err := micro.AddService(d.NATS, micro.Config{Name: Name, Version: "0.1.0",
 		Description: "chat sessions, runs and the event log"})
 	if err != nil {

@@ -61,7 +61,7 @@ func (p *pipeline) writeLoop(ctx context.Context, n int, writes <-chan *write) e
 			}
 		}
 		for _, d := range fx {
-			p.m.afterDispatch(ctx, d)
+			p.disp.afterDispatch(ctx, d)
 		}
 	}
 }
@@ -78,7 +78,7 @@ func (p *pipeline) settle(ctx context.Context, n int, batch []*write) []*dispatc
 	if len(batch) == 1 {
 		return p.bury(ctx, n, batch[0], err)
 	}
-	p.m.log.Warn("event batch refused: committing it in parts", "events", len(batch), "err", err)
+	p.log.Warn("event batch refused: committing it in parts", "events", len(batch), "err", err)
 	mid := len(batch) / 2
 	return append(p.settle(ctx, n, batch[:mid]), p.settle(ctx, n, batch[mid:])...)
 }
@@ -89,16 +89,16 @@ func (p *pipeline) settle(ctx context.Context, n int, batch []*write) []*dispatc
 // event); if even that is refused, only the record is written. It is
 // logged at Error and counted.
 func (p *pipeline) bury(ctx context.Context, n int, w *write, cause error) []*dispatched {
-	p.m.log.Error("event refused by Postgres: set aside in streammgr.dead_events", "run_id", w.run, "session_id", w.sess,
+	p.log.Error("event refused by Postgres: set aside in streammgr.dead_events", "run_id", w.run, "session_id", w.sess,
 		"tenant", w.tenant, "epoch", w.out.Epoch, "seq", w.out.Seq, "type", w.typ, "stream_seq", w.jsSeq, "err", cause)
 	eventsDead.Add(ctx, 1, metric.WithAttributes(attribute.String("type", w.typ)))
 	fx, err := p.commitRetrying(ctx, n, []*write{w}, &burial{cause: cause, project: true})
 	if err == nil || ctx.Err() != nil {
 		return fx
 	}
-	p.m.log.Error("event's state changes refused too: recorded without them", "run_id", w.run, "seq", w.out.Seq, "err", err)
+	p.log.Error("event's state changes refused too: recorded without them", "run_id", w.run, "seq", w.out.Seq, "err", err)
 	if _, err := p.commitRetrying(ctx, n, []*write{w}, &burial{cause: cause}); err != nil && ctx.Err() == nil {
-		p.m.log.Error("event could not be set aside: dropped", "run_id", w.run, "seq", w.out.Seq, "err", err)
+		p.log.Error("event could not be set aside: dropped", "run_id", w.run, "seq", w.out.Seq, "err", err)
 	}
 	return nil
 }
@@ -131,13 +131,13 @@ func (p *pipeline) commitRetrying(ctx context.Context, n int, batch []*write, de
 			return nil, err
 		}
 		p.prog.failed(n, err)
-		p.m.log.Error("commit event batch (retrying)", "events", len(batch), "err", err)
+		p.log.Error("commit event batch (retrying)", "events", len(batch), "err", err)
 		if connectionLost(err) {
 			// Postgres restarted or failed over: every pooled connection is
 			// dead, and the pool would otherwise hand them out one by one.
-			p.m.db.Reset()
+			p.db.Reset()
 		}
-		if time.Since(lastProgress) > p.m.cfg.AckWait/3 {
+		if time.Since(lastProgress) > p.ackWait/3 {
 			for _, w := range batch {
 				if w.msg != nil {
 					_ = w.msg.InProgress()
@@ -163,7 +163,7 @@ func (p *pipeline) commit(ctx context.Context, batch []*write, dead *burial) ([]
 	cursors := p.waitChat(ctx, batch)
 	var fx []*dispatched
 	var kept, gone, ended []*write
-	err := pgx.BeginFunc(ctx, p.m.db, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, p.db, func(tx pgx.Tx) error {
 		live, err := store.LockSessions(ctx, tx, sessionsOf(batch))
 		if err != nil {
 			return err
@@ -193,7 +193,7 @@ func (p *pipeline) commit(ctx context.Context, batch []*write, dead *burial) ([]
 			return err
 		}
 		for _, e := range ends {
-			d, err := p.m.dispatchNext(ctx, tx, e.Tenant, e.Session, e.Run)
+			d, err := p.disp.dispatchNext(ctx, tx, e.Tenant, e.Session, e.Run)
 			if err != nil {
 				return err
 			}
@@ -218,7 +218,7 @@ func (p *pipeline) commit(ctx context.Context, batch []*write, dead *burial) ([]
 		}
 	}
 	for _, w := range ended {
-		p.m.flagEnded(ctx, w.run)
+		p.disp.flagEnded(ctx, w.run)
 		runsEnded.Add(ctx, 1, metric.WithAttributes(attribute.String("state", string(w.out.Terminal))))
 	}
 	if len(gone) > 0 {
@@ -351,37 +351,4 @@ func project(ws []*write) []store.Projected {
 		out[i] = store.Projected{Tenant: w.tenant, Session: w.sess, Run: w.run, Out: w.out}
 	}
 	return out
-}
-
-// dispatchNext ends run's hold on its session and starts the session's next
-// queued turn, if any, in the caller's transaction.
-func (m *Manager) dispatchNext(ctx context.Context, tx pgx.Tx, tenant, session, run string) (*dispatched, error) {
-	l, err := store.LockSession(ctx, tx, tenant, session)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil // the session was deleted
-	}
-	if err != nil {
-		return nil, err
-	}
-	if l.ActiveRunID != run && l.ActiveRunID != "" {
-		return nil, nil
-	}
-	if err := store.SetActiveRun(ctx, tx, session, ""); err != nil {
-		return nil, err
-	}
-	l.ActiveRunID = ""
-	next, ok, err := store.NextQueued(ctx, tx, session)
-	if err != nil || !ok {
-		return nil, err
-	}
-	return m.dispatchLocked(ctx, tx, l, next)
-}
-
-// flagEnded marks an ended run in run_ctl so that a stale copy of its job
-// (redelivered, or republished by the sweeper) is dropped by any worker.
-func (m *Manager) flagEnded(ctx context.Context, run string) {
-	b := []byte(`{"verb":"` + events.VerbAbandon + `","at":"` + time.Now().UTC().Format(time.RFC3339Nano) + `"}`)
-	if _, err := m.flags.Put(ctx, run, b); err != nil {
-		m.log.Warn("flag ended run", "run_id", run, "err", err)
-	}
 }

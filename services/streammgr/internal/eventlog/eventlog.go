@@ -135,3 +135,25 @@ func ReadAll(ctx context.Context, db DB, run string) ([]Event, error) {
 		from = page[len(page)-1].Key
 	}
 }
+
+// RecordUser stores the user message that opens run, as the run's first
+// event (epoch 0, seq 1: streammgr writes it itself when it dispatches the
+// run, before any worker owns it). Recording it again is a no-op.
+func RecordUser(ctx context.Context, db DB, run string, payload []byte) error {
+	if _, err := Append(ctx, db, []Event{{Key: Key{Run: run, Epoch: 0, Seq: 1}, Type: "user", Payload: payload}}); err != nil {
+		return fmt.Errorf("record user message: %w", err)
+	}
+	return nil
+}
+
+// DeleteRuns removes the whole log of each of runs (a deleted session's), in
+// the caller's transaction.
+func DeleteRuns(ctx context.Context, db DB, runs []string) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	if _, err := db.Exec(ctx, `DELETE FROM streammgr.run_events WHERE run_id = ANY($1::uuid[])`, runs); err != nil {
+		return fmt.Errorf("delete the event log of %d runs: %w", len(runs), err)
+	}
+	return nil
+}

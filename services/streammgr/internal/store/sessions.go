@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/streammgr/internal/eventlog"
 )
 
 const sessionColumns = `id::text, project_id::text, title, engine, provider, model_id, account_id,
@@ -138,8 +139,10 @@ func DeleteSession(ctx context.Context, tx pgx.Tx, tenant, id string) (Deleted, 
 	if err != nil {
 		return Deleted{}, fmt.Errorf("delete session: list runs: %w", err)
 	}
+	if err := eventlog.DeleteRuns(ctx, tx, d.Runs); err != nil {
+		return Deleted{}, fmt.Errorf("delete session: %w", err)
+	}
 	b := &pgx.Batch{}
-	b.Queue(`DELETE FROM streammgr.run_events WHERE run_id = ANY($1::uuid[])`, d.Runs)
 	b.Queue(`DELETE FROM streammgr.dead_events WHERE session_id = $1`, id)
 	b.Queue(`DELETE FROM streammgr.messages WHERE session_id = $1`, id)
 	b.Queue(`DELETE FROM streammgr.runs WHERE session_id = $1`, id)
@@ -183,14 +186,25 @@ type Locked struct {
 
 // LockSession selects a session FOR UPDATE.
 func LockSession(ctx context.Context, tx pgx.Tx, tenant, id string) (Locked, error) {
+	return readSession(ctx, tx, tenant, id, " FOR UPDATE")
+}
+
+// PeekSession reads what LockSession does without locking the row: what a
+// turn is prepared from before its transaction locks the session and checks
+// that nothing it relied on changed.
+func PeekSession(ctx context.Context, db DB, tenant, id string) (Locked, error) {
+	return readSession(ctx, db, tenant, id, "")
+}
+
+func readSession(ctx context.Context, db DB, tenant, id, lock string) (Locked, error) {
 	if !isUUID(id) {
 		return Locked{}, ErrNotFound
 	}
 	var l Locked
-	err := tx.QueryRow(ctx, `SELECT id::text, tenant_id::text, project_id::text, engine, provider, model_id, account_id,
+	err := db.QueryRow(ctx, `SELECT id::text, tenant_id::text, project_id::text, engine, provider, model_id, account_id,
 		account_name, model_name, coalesce(reasoning_effort, ''), coalesce(profile_id, ''), coalesce(head_session_id, ''),
 		coalesce(head_message_id::text, ''), coalesce(active_run_id::text, ''), title
-		FROM streammgr.chat_sessions WHERE id = $1 AND tenant_id = $2 FOR UPDATE`, id, tenant).Scan(
+		FROM streammgr.chat_sessions WHERE id = $1 AND tenant_id = $2`+lock, id, tenant).Scan(
 		&l.ID, &l.Tenant, &l.Project, &l.Engine, &l.Provider, &l.Model, &l.AccountID, &l.AccountName, &l.ModelName,
 		&l.Effort, &l.Profile, &l.HeadSessionID, &l.HeadMessageID, &l.ActiveRunID, &l.Title)
 	return l, notFound(err)
