@@ -119,7 +119,7 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(p.configDir, "AGENTS.md")); err != nil || !strings.Contains(string(b), "Be concise.") {
 		t.Errorf("AGENTS.md = %q, %v", b, err)
 	}
-	if p.revision != 42 || r.policy.Decide("Bash") != PolicyDeny || r.policy.Decide("Read") != PolicyAllow {
+	if p.revision != 42 || r.policy.Allows("Bash") || !r.policy.Allows("Read") {
 		t.Errorf("revision %d, policy %+v", p.revision, r.policy)
 	}
 	first, second := p.prompt[0].(events.TextBlock).Text, p.prompt[1].(events.TextBlock).Text
