@@ -24,6 +24,7 @@ import (
 
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/artifacts/internal/matrix"
 	"clopen.dev/services/artifacts/internal/seal"
 	"clopen.dev/services/artifacts/internal/store"
@@ -102,8 +103,10 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("add micro service: %w", err)
 	}
+	srv := svc.NewServer(ctx)
+	defer srv.Stop() // after the service stops taking requests
 	defer func() { _ = s.Stop() }()
-	if err := a.endpoints(s); err != nil {
+	if err := a.endpoints(s, srv); err != nil {
 		return err
 	}
 	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })

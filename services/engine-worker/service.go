@@ -33,9 +33,11 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine service: %w", err)
 	}
+	srv := svc.NewServer(ctx)
+	defer srv.Stop()
 	onInternal := func(err error) { w.log.Error("engine request", "err", err) }
 	for typ := range w.versions {
-		for op, h := range map[string]micro.Handler{
+		for op, h := range map[string]svc.Endpoint{
 			events.OpModels:   svc.Handler(onInternal, w.models(typ)),
 			events.OpGenerate: svc.Handler(onInternal, w.generate(typ)),
 		} {
@@ -43,7 +45,7 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			if err := s.AddEndpoint(op+"-"+string(typ), h, micro.WithEndpointSubject(subject), micro.WithEndpointQueueGroup(QueueGroup)); err != nil {
+			if err := s.AddEndpoint(op+"-"+string(typ), srv.Bind(h), micro.WithEndpointSubject(subject), micro.WithEndpointQueueGroup(QueueGroup)); err != nil {
 				return fmt.Errorf("endpoint %s: %w", subject, err)
 			}
 		}

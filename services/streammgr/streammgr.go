@@ -22,6 +22,7 @@ import (
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/svc"
 )
 
 // Name is the service name on the bus and in logs.
@@ -83,8 +84,10 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("add micro service: %w", err)
 	}
+	srv := svc.NewServer(ctx)
+	defer srv.Stop() // after the service stops taking requests
 	defer func() { _ = s.Stop() }()
-	if err := m.endpoints(s); err != nil {
+	if err := m.endpoints(s, srv); err != nil {
 		return err
 	}
 	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })
@@ -110,7 +113,9 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		return m.reap(gctx)
 	})
 	d.Logger.InfoContext(ctx, "streammgr ready")
-	return g.Wait()
+	err = g.Wait()
+	m.pipe.chat.wait() // the pipeline, the only publisher, has stopped
+	return err
 }
 
 // Serve runs streammgr as its own process, configured from the environment.
