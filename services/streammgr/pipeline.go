@@ -353,18 +353,6 @@ func (p *pipeline) housekeep(ctx context.Context) {
 	}
 }
 
-// partial returns the live partial text of a run, for snapshots.
-func (p *pipeline) partial(run string) (string, string, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	rr, ok := p.runs[run]
-	if !ok {
-		return "", "", false
-	}
-	t, r := rr.st.Partial()
-	return t, r, true
-}
-
 // inject routes an event streammgr writes itself (a cancel no worker could
 // take, a lease that vanished): published on the run's subject like any
 // engine event, with seq 0 so the router places it after the run's events.

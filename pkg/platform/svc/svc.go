@@ -39,7 +39,8 @@ func Errorf(status int, code, format string, args ...any) *events.APIError {
 	return &events.APIError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Convenience constructors for the common classes.
+// Invalid reports a request that is malformed or breaks a rule; the message
+// names the field.
 func Invalid(format string, args ...any) *events.APIError {
 	return Errorf(http.StatusBadRequest, "invalid_request", format, args...)
 }
