@@ -23,7 +23,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/platform/health"
-	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/artifacts/internal/matrix"
 	"clopen.dev/services/artifacts/internal/seal"
@@ -140,7 +140,7 @@ func adoptable(home string) []string {
 
 // Serve runs the service as its own process, configured from the environment.
 func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	p, closeAll, err := servekit.Start(ctx, getenv, stderr, servekit.Options{Name: Name, Schema: &Schema})
+	p, closeAll, err := servepg.Start(ctx, getenv, stderr, servepg.Options{Name: Name, Schema: Schema})
 	if err != nil {
 		return err
 	}

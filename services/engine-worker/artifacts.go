@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/events/plan"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/svc"
-	"clopen.dev/services/artifacts/plan"
 )
 
 // planTimeout bounds the render-plan request at run start.

@@ -21,7 +21,7 @@ import (
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
-	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/pkg/platform/svc"
 )
 
@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 
 // Serve runs streammgr as its own process, configured from the environment.
 func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	p, closeAll, err := servekit.Start(ctx, getenv, stderr, servekit.Options{Name: Name, Schema: &Schema})
+	p, closeAll, err := servepg.Start(ctx, getenv, stderr, servepg.Options{Name: Name, Schema: Schema})
 	if err != nil {
 		return err
 	}
