@@ -105,8 +105,9 @@ type RunFlag struct {
 	At   time.Time `json:"at"`
 }
 
-// Flag verbs beyond the control verbs: abandon marks a run streammgr has
-// already ended (lost or cancelled before any worker claimed it).
+// VerbAbandon is the flag verb beyond the control verbs: it marks a run
+// streammgr has already ended (lost or cancelled before any worker claimed
+// it).
 const VerbAbandon = "abandon"
 
 // Blocks is a list of content blocks that decodes from JSON (a plain

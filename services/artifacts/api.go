@@ -24,10 +24,11 @@ type api struct {
 	realHome string
 }
 
-// endpoints registers every operation; the op list is the whole API.
-func (a *api) endpoints(s micro.Service) error {
+// endpoints registers every operation, served by srv; the op list is the
+// whole API.
+func (a *api) endpoints(s micro.Service, srv *svc.Server) error {
 	onInternal := func(err error) { a.log.Error("artifacts request", "err", err) }
-	ops := map[string]micro.Handler{
+	ops := map[string]svc.Endpoint{
 		events.OpSkillsList:      svc.Handler(onInternal, guard(a.listSkills)),
 		events.OpSkillsGet:       svc.Handler(onInternal, guard(a.getSkill)),
 		events.OpSkillsPut:       svc.Handler(onInternal, guard(a.putSkill)),
@@ -75,7 +76,7 @@ func (a *api) endpoints(s micro.Service) error {
 		if err != nil {
 			return err
 		}
-		if err := s.AddEndpoint(strings.ReplaceAll(op, ".", "_"), h, micro.WithEndpointSubject(subject)); err != nil {
+		if err := s.AddEndpoint(strings.ReplaceAll(op, ".", "_"), srv.Bind(h), micro.WithEndpointSubject(subject)); err != nil {
 			return fmt.Errorf("endpoint %s: %w", op, err)
 		}
 	}

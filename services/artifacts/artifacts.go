@@ -23,7 +23,8 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/platform/health"
-	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/servepg"
+	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/artifacts/internal/matrix"
 	"clopen.dev/services/artifacts/internal/seal"
 	"clopen.dev/services/artifacts/internal/store"
@@ -102,8 +103,10 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("add micro service: %w", err)
 	}
+	srv := svc.NewServer(ctx)
+	defer srv.Stop() // after the service stops taking requests
 	defer func() { _ = s.Stop() }()
-	if err := a.endpoints(s); err != nil {
+	if err := a.endpoints(s, srv); err != nil {
 		return err
 	}
 	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })
@@ -137,7 +140,7 @@ func adoptable(home string) []string {
 
 // Serve runs the service as its own process, configured from the environment.
 func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	p, closeAll, err := servekit.Start(ctx, getenv, stderr, servekit.Options{Name: Name, Schema: &Schema})
+	p, closeAll, err := servepg.Start(ctx, getenv, stderr, servepg.Options{Name: Name, Schema: Schema})
 	if err != nil {
 		return err
 	}

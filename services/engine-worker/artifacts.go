@@ -13,9 +13,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/events/plan"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/svc"
-	"clopen.dev/services/artifacts/plan"
 )
 
 // planTimeout bounds the render-plan request at run start.
@@ -82,7 +82,7 @@ func (w *Worker) prepare(ctx context.Context, r *run) (prepared, error) {
 	if _, err := plan.Apply(dir, pl); err != nil {
 		return prepared{}, fmt.Errorf("apply artifacts: %w", err)
 	}
-	r.policy = Policy{Allow: pl.Permissions.Allow, Deny: pl.Permissions.Deny}
+	r.policy = pl.Permissions
 	prompt := make([]events.Block, 0, len(job.Prompt)+1)
 	if pl.PromptPreamble != "" {
 		prompt = append(prompt, events.TextBlock{Text: plan.Resolve(dir, pl.PromptPreamble)})

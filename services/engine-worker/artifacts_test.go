@@ -94,15 +94,17 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
+	srv := svc.NewServer(t.Context())
+	defer srv.Stop()
 	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpPlan)
 	var asked events.PlanRequest
-	err = s.AddEndpoint("plan", svc.Handler(nil, func(_ context.Context, req events.PlanRequest) (events.RenderPlan, error) {
+	err = s.AddEndpoint("plan", srv.Bind(svc.Handler(nil, func(_ context.Context, req events.PlanRequest) (events.RenderPlan, error) {
 		asked = req
 		return events.RenderPlan{Engine: req.Engine, Revision: 42, MemoryFile: "AGENTS.md",
 			Files:          []events.PlanFile{{Path: "AGENTS.md", Content: "Be concise.", Ownership: events.OwnMarkerBlock, Region: "INSTRUCTIONS"}},
 			PromptPreamble: "# Available Skills\n" + events.ConfigDirToken + "/.clopen/skills/x/SKILL.md",
 			Permissions:    events.PermissionRules{Deny: []string{"Bash"}}}, nil
-	}), micro.WithEndpointSubject(subject))
+	})), micro.WithEndpointSubject(subject))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(p.configDir, "AGENTS.md")); err != nil || !strings.Contains(string(b), "Be concise.") {
 		t.Errorf("AGENTS.md = %q, %v", b, err)
 	}
-	if p.revision != 42 || r.policy.Decide("Bash") != PolicyDeny || r.policy.Decide("Read") != PolicyAllow {
+	if p.revision != 42 || r.policy.Allows("Bash") || !r.policy.Allows("Read") {
 		t.Errorf("revision %d, policy %+v", p.revision, r.policy)
 	}
 	first, second := p.prompt[0].(events.TextBlock).Text, p.prompt[1].(events.TextBlock).Text

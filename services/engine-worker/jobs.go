@@ -156,7 +156,7 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 	req := engine.Request{Tenant: job.Tenant, RunID: job.RunID, SessionID: job.SessionID, ProjectID: job.ProjectID,
 		Workspace: workspace, ConfigDir: prep.configDir, Prompt: prep.prompt, Model: job.Model, Provider: job.Provider,
 		AccountID: job.AccountID, Effort: deref(effort, job.Effort), ResumeSessionID: job.ResumeSessionID, Interaction: r,
-		Allowed: r.policy.Allow, Denied: r.policy.Deny}
+		Permissions: r.policy}
 	runErr := eng.Run(ctx, req, r.emit)
 	cause := context.Cause(ctx)
 	if ctx.Err() == nil {

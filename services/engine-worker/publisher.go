@@ -107,17 +107,6 @@ func (p *publisher) emit(o events.Output) error {
 	}
 }
 
-// flush publishes everything queued and waits until all of it is acknowledged.
-func (p *publisher) flush(ctx context.Context) error {
-	p.gate.RLock()
-	closed := p.closed
-	p.gate.RUnlock()
-	if closed {
-		return errPublisherClosed
-	}
-	return p.sync(ctx)
-}
-
 // sync asks the loop to publish everything queued and waits for the acks.
 func (p *publisher) sync(ctx context.Context) error {
 	reply := make(chan error, 1)

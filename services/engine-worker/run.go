@@ -33,8 +33,8 @@ type run struct {
 	pub       *publisher
 	sub       *nats.Subscription // ctl.run.<run>.>
 	fenced    atomic.Bool
-	released  atomic.Bool // the run ended and its lease is being deleted
-	policy    Policy
+	released  atomic.Bool            // the run ended and its lease is being deleted
+	policy    events.PermissionRules // the plan's merged rules
 
 	questions engine.Questions // what waits for the user, by tool use id
 
@@ -87,16 +87,14 @@ func (r *run) AskUser(ctx context.Context, toolUseID string, _ events.AskUserQue
 	return reply.Answers, nil
 }
 
-// Permit implements engine.Interaction: the policy decides when it can; the
-// user is asked when the policy says so or the engine insists.
+// Permit implements engine.Interaction: the policy refuses what it does
+// not admit; the user is asked when the engine insists.
 func (r *run) Permit(ctx context.Context, p engine.PermissionRequest) (engine.Decision, error) {
-	switch r.policy.Decide(p.Tool) {
-	case PolicyDeny:
+	if !r.policy.Allows(p.Tool) {
 		return engine.Decision{Allow: false, Message: fmt.Sprintf("%s is denied by this project's permissions", p.Tool)}, nil
-	case PolicyAllow:
-		if !p.Ask {
-			return engine.Decision{Allow: true}, nil
-		}
+	}
+	if !p.Ask {
+		return engine.Decision{Allow: true}, nil
 	}
 	reply, err := r.park(ctx, p.ToolUseID, true)
 	if err != nil {

@@ -34,8 +34,10 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine service: %w", err)
 	}
+	srv := svc.NewServer(ctx)
+	defer srv.Stop()
 	w.vmu.Lock()
-	w.endpoints = s
+	w.endpoints, w.server = s, srv
 	for typ := range w.versions {
 		if err = w.addEndpoints(typ); err != nil {
 			break
@@ -46,7 +48,7 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 		<-ctx.Done()
 	}
 	w.vmu.Lock()
-	w.endpoints = nil
+	w.endpoints, w.server = nil, nil
 	w.vmu.Unlock()
 	return errors.Join(err, s.Stop())
 }
@@ -54,7 +56,7 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 // addEndpoints serves typ's endpoints on w.endpoints; w.vmu is held.
 func (w *Worker) addEndpoints(typ events.EngineType) error {
 	onInternal := func(err error) { w.log.Error("engine request", "err", err) }
-	for op, h := range map[string]micro.Handler{
+	for op, h := range map[string]svc.Endpoint{
 		events.OpModels:   svc.Handler(onInternal, w.models(typ)),
 		events.OpGenerate: svc.Handler(onInternal, w.generate(typ)),
 	} {
@@ -62,7 +64,7 @@ func (w *Worker) addEndpoints(typ events.EngineType) error {
 		if err != nil {
 			return err
 		}
-		if err := w.endpoints.AddEndpoint(op+"-"+string(typ), h, micro.WithEndpointSubject(subject), micro.WithEndpointQueueGroup(QueueGroup)); err != nil {
+		if err := w.endpoints.AddEndpoint(op+"-"+string(typ), w.server.Bind(h), micro.WithEndpointSubject(subject), micro.WithEndpointQueueGroup(QueueGroup)); err != nil {
 			return fmt.Errorf("endpoint %s: %w", subject, err)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/scripted"
@@ -111,6 +112,7 @@ type Worker struct {
 	vmu       sync.Mutex
 	versions  map[events.EngineType]string // the engines offered, with their versions
 	endpoints micro.Service                // the engine endpoints, once served
+	server    *svc.Server                  // runs their requests
 
 	mu   sync.Mutex
 	runs map[string]*run

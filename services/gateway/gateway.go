@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"clopen.dev/pkg/platform/health"
-	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/services/gateway/internal/artifacts"
 	"clopen.dev/services/gateway/internal/auth"
 	"clopen.dev/services/gateway/internal/chats"
@@ -152,7 +152,7 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	p, closeAll, err := servekit.Start(ctx, getenv, stderr, servekit.Options{Name: Name, Schema: &Schema})
+	p, closeAll, err := servepg.Start(ctx, getenv, stderr, servepg.Options{Name: Name, Schema: Schema})
 	if err != nil {
 		return err
 	}

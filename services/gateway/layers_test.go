@@ -86,9 +86,9 @@ func TestInstructionsAndPermissionsREST(t *testing.T) {
 
 	effective := func(profile string) events.PermissionRules {
 		t.Helper()
-		r, err := a.outsider.c.EffectivePermissions(ctx, a.project.ID, profile)
+		_, err := a.outsider.c.EffectivePermissions(ctx, a.project.ID, profile)
 		wantStatus(t, "effective permissions of a project the caller is not in", err, http.StatusNotFound)
-		r, err = mem.EffectivePermissions(ctx, a.project.ID, profile)
+		r, err := mem.EffectivePermissions(ctx, a.project.ID, profile)
 		if err != nil {
 			t.Fatalf("EffectivePermissions(%q): %v", profile, err)
 		}

@@ -60,10 +60,12 @@ func startStub(t *testing.T, nc *nats.Conn, js jetstream.JetStream) *stubStreamm
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = m.Stop() })
+	srv := svc.NewServer(t.Context())
+	t.Cleanup(srv.Stop)
 	fail := func(err error) { t.Errorf("stub streammgr: %v", err) }
-	add := func(op string, h micro.Handler) {
+	add := func(op string, h svc.Endpoint) {
 		subject := chats.Subject(op)
-		if err := m.AddEndpoint(strings.ReplaceAll(op, ".", "-"), h, micro.WithEndpointSubject(subject)); err != nil {
+		if err := m.AddEndpoint(strings.ReplaceAll(op, ".", "-"), srv.Bind(h), micro.WithEndpointSubject(subject)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,18 +14,19 @@ import (
 	"clopen.dev/services/streammgr/internal/store"
 )
 
-// endpoints registers svc.streammgr.<op>. Every handler scopes its queries by
-// the caller's tenant; the gateway has already checked project membership.
-func (m *Manager) endpoints(s micro.Service) error {
-	add := func(op string, h micro.Handler) error {
+// endpoints registers svc.streammgr.<op>, served by srv. Every handler
+// scopes its queries by the caller's tenant; the gateway has already checked
+// project membership.
+func (m *Manager) endpoints(s micro.Service, srv *svc.Server) error {
+	add := func(op string, h svc.Endpoint) error {
 		subject, err := events.ServiceSubject(Name, op)
 		if err != nil {
 			return err
 		}
 		name := strings.ReplaceAll(op, ".", "_") // endpoint names have no dots; subjects do
-		return s.AddEndpoint(name, h, micro.WithEndpointSubject(subject), micro.WithEndpointQueueGroup(Name))
+		return s.AddEndpoint(name, srv.Bind(h), micro.WithEndpointSubject(subject), micro.WithEndpointQueueGroup(Name))
 	}
-	for op, h := range map[string]micro.Handler{
+	for op, h := range map[string]svc.Endpoint{
 		events.OpStart: svc.Handler(m.internal, m.start),
 		events.OpCancel: svc.Handler(m.internal, func(ctx context.Context, r events.RunControl) (events.ControlReply, error) {
 			return m.stop(ctx, r, events.VerbCancel)

@@ -22,10 +22,12 @@ import (
 // bursts: everything queued goes out at once, and the next burst waits until
 // every publication of this one is acknowledged or retried. Within a burst
 // the messages travel one connection back to back, so a broker failure fails
-// the tail of the burst together; sessions publish concurrently.
+// the tail of the burst together; sessions publish concurrently, each from
+// a sender goroutine the publisher owns: wait joins them.
 type chatPublisher struct {
 	js  jetstream.JetStream
 	log *slog.Logger
+	wg  sync.WaitGroup // the senders
 
 	mu       sync.Mutex
 	sessions map[string][]*chatPub // queued per session; present while its sender runs
@@ -62,10 +64,15 @@ func (c *chatPublisher) publish(ctx context.Context, session string, msgs []*nat
 	c.sessions[session] = append(q, pubs...)
 	c.mu.Unlock()
 	if !running {
-		go c.send(ctx, session)
+		c.wg.Go(func() { c.send(ctx, session) })
 	}
 	return pubs
 }
+
+// wait returns once every sender has. Call it when nothing publishes any
+// more and the senders' ctx has ended (they then stop retrying, closing
+// every handle not yet stored with sequence 0).
+func (c *chatPublisher) wait() { c.wg.Wait() }
 
 // send publishes the session's queue, a burst at a time, until it is empty.
 func (c *chatPublisher) send(ctx context.Context, session string) {

@@ -87,6 +87,44 @@ func TestChatPublisherKeepsSessionOrderAcrossFailures(t *testing.T) {
 	}
 }
 
+// A publisher's senders are joined: once its ctx ends, wait returns
+// although CHAT never came back, and every handle is closed, unstored.
+func TestChatPublisherWaitJoinsItsSenders(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	_, js := natstest.Connect(t, natstest.Start(t))
+	c := newChatPublisher(js, logging.Discard())
+	var pubs []*chatPub
+	for _, session := range []string{"s1", "s2"} {
+		subject, _ := events.ChatSubject("t1", session)
+		m := nats.NewMsg(subject)
+		m.Header.Set(events.HeaderMsgID, session+"-0")
+		pubs = append(pubs, c.publish(ctx, session, []*nats.Msg{m})...)
+	}
+	cancel() // no CHAT stream: the senders are retrying
+	joined := make(chan struct{})
+	go func() { c.wait(); close(joined) }()
+	select {
+	case <-joined:
+	case <-time.After(30 * time.Second):
+		t.Fatal("wait did not return after the publisher's ctx ended")
+	}
+	for i, p := range pubs {
+		select {
+		case <-p.done:
+			if p.seq != 0 {
+				t.Errorf("chat event %d stored at %d without a stream", i, p.seq)
+			}
+		default:
+			t.Errorf("chat event %d still open after wait", i)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.sessions) != 0 {
+		t.Errorf("%d senders still registered after wait", len(c.sessions))
+	}
+}
+
 func seq(n int) []string {
 	out := make([]string, n)
 	for i := range out {

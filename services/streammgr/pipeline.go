@@ -444,15 +444,3 @@ func (p *pipeline) housekeep(ctx context.Context) {
 		}
 	}
 }
-
-// partial returns the live partial text of a run, for snapshots.
-func (p *pipeline) partial(run string) (string, string, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	rr, ok := p.runs[run]
-	if !ok {
-		return "", "", false
-	}
-	t, r := rr.st.Partial()
-	return t, r, true
-}

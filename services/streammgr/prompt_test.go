@@ -31,8 +31,10 @@ func TestPromptPipelineExpandsSlashSkillsThroughArtifacts(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
+	srv := svc.NewServer(t.Context())
+	defer srv.Stop()
 	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpExpand)
-	err = s.AddEndpoint("expand", svc.Handler(nil, func(_ context.Context, req events.ExpandRequest) (events.ExpandReply, error) {
+	err = s.AddEndpoint("expand", srv.Bind(svc.Handler(nil, func(_ context.Context, req events.ExpandRequest) (events.ExpandReply, error) {
 		calls.Add(1)
 		asked = req
 		text := req.Prompt[0].(events.TextBlock).Text
@@ -40,7 +42,7 @@ func TestPromptPipelineExpandsSlashSkillsThroughArtifacts(t *testing.T) {
 			return events.ExpandReply{Prompt: req.Prompt}, nil
 		}
 		return events.ExpandReply{Prompt: events.Blocks{events.TextBlock{Text: "Review PR #12."}}, ExpandedSkill: "review-pr"}, nil
-	}), micro.WithEndpointSubject(subject))
+	})), micro.WithEndpointSubject(subject))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,14 +36,14 @@ func TestSlowSkillExpansionDoesNotHoldUpTheWriter(t *testing.T) {
 	}
 	defer func() { _ = s.Stop() }()
 	expand, _ := events.ServiceSubject(events.ArtifactsService, events.OpExpand)
-	err = s.AddEndpoint("expand", svc.Handler(nil, func(ctx context.Context, req events.ExpandRequest) (events.ExpandReply, error) {
+	err = s.AddEndpoint("expand", svc.NewServer(ctx).Bind(svc.Handler(nil, func(ctx context.Context, req events.ExpandRequest) (events.ExpandReply, error) {
 		asked <- struct{}{}
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
 		return events.ExpandReply{ExpandedSkill: "review-pr", Prompt: []events.Block{events.TextBlock{Text: "expanded"}}}, nil
-	}), micro.WithEndpointSubject(expand))
+	})), micro.WithEndpointSubject(expand))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,8 @@ import (
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
-	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/servepg"
+	"clopen.dev/pkg/platform/svc"
 )
 
 // Name is the service name on the bus and in logs.
@@ -92,8 +93,10 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("add micro service: %w", err)
 	}
+	srv := svc.NewServer(ctx)
+	defer srv.Stop() // after the service stops taking requests
 	defer func() { _ = s.Stop() }()
-	if err := m.endpoints(s); err != nil {
+	if err := m.endpoints(s, srv); err != nil {
 		return err
 	}
 	stallAfter := cmp.Or(cfg.StallAfter, DefaultConfig().StallAfter)
@@ -125,12 +128,14 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		return m.reap(gctx)
 	})
 	d.Logger.InfoContext(ctx, "streammgr ready")
-	return g.Wait()
+	err = g.Wait()
+	m.pipe.chat.wait() // the pipeline, the only publisher, has stopped
+	return err
 }
 
 // Serve runs streammgr as its own process, configured from the environment.
 func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
-	p, closeAll, err := servekit.Start(ctx, getenv, stderr, servekit.Options{Name: Name, Schema: &Schema})
+	p, closeAll, err := servepg.Start(ctx, getenv, stderr, servepg.Options{Name: Name, Schema: Schema})
 	if err != nil {
 		return err
 	}

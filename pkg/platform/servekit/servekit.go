@@ -1,6 +1,7 @@
 // Package servekit wires one service as its own process (`clopen serve <svc>`
-// or cmd/<svc>): configuration from the environment, the NATS connection, the
-// Postgres pool with a schema check, and the admin HTTP listener for health.
+// or cmd/<svc>): configuration from the environment, the NATS connection,
+// telemetry, and the admin HTTP listener for health. It has no database: a
+// service that owns a schema starts through servepg, which adds the pool.
 package servekit
 
 import (
@@ -14,20 +15,17 @@ import (
 	"net/http/pprof"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natsx"
-	"clopen.dev/pkg/platform/pgdb"
 	"clopen.dev/pkg/platform/telemetry"
 )
 
 // Environment variables every standalone service reads.
 const (
 	EnvNATSURL   = "CLOPEN_NATS_URL"   // default nats://127.0.0.1:4222
-	EnvDatabase  = "DATABASE_URL"      // required by services with a schema
 	EnvLogLevel  = "CLOPEN_LOG_LEVEL"  // debug | info | warn | error
 	EnvAdminAddr = "CLOPEN_ADMIN_ADDR" // health and metrics endpoints; empty = none
 )
@@ -36,14 +34,12 @@ const (
 type Process struct {
 	Logger *slog.Logger
 	NATS   *nats.Conn
-	DB     *pgxpool.Pool // nil unless Options.Schema was set
 	Health *health.Registry
 }
 
 // Options says what the service needs.
 type Options struct {
-	Name   string
-	Schema *pgdb.Schema // the schema the service owns; checked, never migrated here
+	Name string
 }
 
 // Start connects everything the service needs. The returned function closes
@@ -75,26 +71,6 @@ func Start(ctx context.Context, getenv func(string) string, stderr io.Writer, op
 		}
 		return nil
 	})
-
-	if opts.Schema != nil {
-		dbURL := getenv(EnvDatabase)
-		if dbURL == "" {
-			closeAll()
-			return nil, nil, fmt.Errorf("%s needs %s", opts.Name, EnvDatabase)
-		}
-		pool, err := pgdb.Open(ctx, dbURL)
-		if err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		closers = append(closers, pool.Close)
-		if err := pgdb.Check(ctx, pool, *opts.Schema); err != nil {
-			closeAll()
-			return nil, nil, err
-		}
-		p.DB = pool
-		p.Health.Add("postgres", pool.Ping)
-	}
 
 	tel, err := telemetry.Setup(ctx, "clopen-"+opts.Name, getenv)
 	if err != nil {

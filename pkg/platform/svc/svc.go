@@ -1,6 +1,9 @@
 // Package svc is how Clopen services call each other: JSON request/reply over
 // NATS `micro` endpoints. Errors cross the bus as *events.APIError in the
 // micro error headers plus the JSON body, so every caller maps them once.
+// The caller's deadline travels in TimeoutHeader; a service serves its
+// endpoints through a Server, whose handlers run under the service's
+// lifetime and that deadline.
 package svc
 
 import (
@@ -10,6 +13,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -23,12 +27,21 @@ import (
 // DefaultTimeout bounds a call whose context has no deadline.
 const DefaultTimeout = 10 * time.Second
 
+// TimeoutHeader carries the caller's deadline to the handler, as the
+// milliseconds left when the request was sent: a duration rather than a
+// clock reading, so that the two hosts' clocks need not agree.
+const TimeoutHeader = "Clopen-Timeout-Ms"
+
+// maxTimeout bounds what TimeoutHeader may say (a day).
+const maxTimeout = 24 * time.Hour
+
 // Errorf returns an *events.APIError with an HTTP status and a code.
 func Errorf(status int, code, format string, args ...any) *events.APIError {
 	return &events.APIError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Convenience constructors for the common classes.
+// Invalid reports a request that is malformed or breaks a rule; the message
+// names the field.
 func Invalid(format string, args ...any) *events.APIError {
 	return Errorf(http.StatusBadRequest, "invalid_request", format, args...)
 }
@@ -73,6 +86,8 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 	msg := nats.NewMsg(subject)
 	msg.Data = body
 	natstrace.Inject(ctx, msg.Header)
+	deadline, _ := ctx.Deadline()
+	msg.Header.Set(TimeoutHeader, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 0), 10))
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
@@ -105,27 +120,17 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 // does not hold up the rest, and past this many the subscription waits.
 const MaxConcurrent = 64
 
-// Handler adapts a typed function to a micro endpoint: the request body is
+// Endpoint serves one request under ctx. Server.Bind makes it a micro
+// handler.
+type Endpoint func(ctx context.Context, r micro.Request)
+
+// Handler adapts a typed function to an Endpoint: the request body is
 // decoded strictly into Req (an error names the problem; a string holding
 // NUL, which Postgres cannot store, is refused naming its field), the function's
 // error is sent as an APIError (anything not already one becomes a 500 whose
-// detail is logged, not sent), and its result as JSON. Requests are served
-// concurrently, up to MaxConcurrent at a time.
-func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, req Req) (Resp, error)) micro.Handler {
-	sem := make(chan struct{}, MaxConcurrent)
-	serve := serveFunc(onInternal, f)
-	return micro.HandlerFunc(func(r micro.Request) {
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem }()
-			serve(r)
-		}()
-	})
-}
-
-func serveFunc[Req, Resp any](onInternal func(error), f func(ctx context.Context, req Req) (Resp, error)) func(micro.Request) {
-	return func(r micro.Request) {
-		ctx := natstrace.Extract(context.Background(), nats.Header(r.Headers()))
+// detail is logged, not sent), and its result as JSON.
+func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, req Req) (Resp, error)) Endpoint {
+	return func(ctx context.Context, r micro.Request) {
 		var req Req
 		dec := json.NewDecoder(bytesReader(r.Data()))
 		dec.DisallowUnknownFields()
@@ -153,9 +158,94 @@ func serveFunc[Req, Resp any](onInternal func(error), f func(ctx context.Context
 	}
 }
 
+// Server owns the requests of one service. Each request runs in its own
+// goroutine under a context derived from the server's (it ends when the
+// service stops) and bounded by the caller's deadline (TimeoutHeader); Stop
+// waits for them.
+type Server struct {
+	ctx context.Context
+	wg  sync.WaitGroup
+
+	mu      sync.Mutex
+	stopped bool
+}
+
+// NewServer returns a Server whose requests end when ctx does.
+func NewServer(ctx context.Context) *Server { return &Server{ctx: ctx} }
+
+// Bind returns the micro handler of e: up to MaxConcurrent of its requests
+// run at once. A request arriving once the service is stopping is answered
+// 503.
+func (s *Server) Bind(e Endpoint) micro.Handler {
+	sem := make(chan struct{}, MaxConcurrent)
+	return micro.HandlerFunc(func(r micro.Request) {
+		sem <- struct{}{}
+		if !s.enter() {
+			<-sem
+			respondErr(r, Unavailable("the service is stopping"))
+			return
+		}
+		go func() {
+			defer s.wg.Done()
+			defer func() { <-sem }()
+			s.serve(e, r)
+		}()
+	})
+}
+
+// enter counts a request in, unless the service is stopping.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped || s.ctx.Err() != nil {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// serve runs e under the server's context, the caller's trace and the
+// caller's deadline.
+func (s *Server) serve(e Endpoint, r micro.Request) {
+	ctx := natstrace.Extract(s.ctx, nats.Header(r.Headers()))
+	timeout, ok, err := callerTimeout(r.Headers().Get(TimeoutHeader))
+	if err != nil {
+		respondErr(r, Invalid("%v", err))
+		return
+	}
+	if ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	e(ctx, r)
+}
+
+// Stop refuses further requests and waits for the running ones, whose
+// contexts end with the server's. Call it once the service's context has
+// ended.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// callerTimeout reads TimeoutHeader: ok is false when the caller sent none.
+func callerTimeout(v string) (time.Duration, bool, error) {
+	if v == "" {
+		return 0, false, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 || ms > maxTimeout.Milliseconds() {
+		return 0, false, fmt.Errorf("header %s: want milliseconds from 0 to %d, got %q", TimeoutHeader, maxTimeout.Milliseconds(), v)
+	}
+	return time.Duration(ms) * time.Millisecond, true, nil
+}
+
 // respondErr sends e with the micro error headers. It goes through Respond,
 // not micro's Error: Error records the error on the request, which micro
-// reads for its stats as soon as the handler returns, and Handler answers
+// reads for its stats as soon as the handler returns, and a Server answers
 // from another goroutine (a data race). The wire is the same; the
 // endpoint's error count in micro's stats stays 0.
 func respondErr(r micro.Request, e *events.APIError) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
@@ -31,7 +32,9 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Stop()
-	err = s.AddEndpoint("echo", svc.Handler(func(e error) { internal = append(internal, e) },
+	srv := svc.NewServer(t.Context())
+	defer srv.Stop()
+	err = s.AddEndpoint("echo", srv.Bind(svc.Handler(func(e error) { internal = append(internal, e) },
 		func(ctx context.Context, req echoReq) (echoResp, error) {
 			switch req.Name {
 			case "":
@@ -42,7 +45,7 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 				return echoResp{}, svc.Unavailable("busy")
 			}
 			return echoResp{Greeting: "hello " + req.Name}, nil
-		}), micro.WithEndpointSubject("svc.demo.echo"))
+		})), micro.WithEndpointSubject("svc.demo.echo"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,5 +93,123 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 	// A service's own 503 is not "nobody there".
 	if err := svc.Call(ctx, nc, "svc.demo.echo", echoReq{Name: "busy"}, &resp); errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("a served error = %v matches ErrNoResponders", err)
+	}
+}
+
+// serveWait starts a service whose one endpoint, svc.demo.wait, reports
+// its context to seen and then waits for it to end (20 s at most),
+// answering the cause.
+func serveWait(t *testing.T, ctx context.Context, nc *nats.Conn, seen chan<- context.Context) *svc.Server {
+	t.Helper()
+	s, err := micro.AddService(nc, micro.Config{Name: "demo", Version: "0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	srv := svc.NewServer(ctx)
+	err = s.AddEndpoint("wait", srv.Bind(svc.Handler(nil, func(ctx context.Context, _ echoReq) (echoResp, error) {
+		seen <- ctx
+		select {
+		case <-ctx.Done():
+			return echoResp{Greeting: ctx.Err().Error()}, nil
+		case <-time.After(20 * time.Second):
+			return echoResp{Greeting: "never cancelled"}, nil
+		}
+	})), micro.WithEndpointSubject("svc.demo.wait"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// A handler runs under the caller's deadline: it ends when the caller
+// stops waiting, not later.
+func TestHandlerSeesTheCallersDeadline(t *testing.T) {
+	nc, _ := natstest.Connect(t, natstest.Start(t))
+	seen := make(chan context.Context, 1)
+	srv := serveWait(t, t.Context(), nc, seen)
+	defer srv.Stop()
+
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	want, _ := ctx.Deadline()
+	callErr := make(chan error, 1)
+	go func() { callErr <- svc.Call(ctx, nc, "svc.demo.wait", echoReq{}, nil) }()
+	hctx := <-seen
+	got, ok := hctx.Deadline()
+	if !ok {
+		t.Fatal("the handler's context has no deadline")
+	}
+	// The header says the time left, so the handler's deadline is the
+	// caller's plus the time the request took to arrive.
+	if got.Before(want.Add(-time.Millisecond)) || got.After(want.Add(time.Second)) {
+		t.Errorf("handler deadline = %v, want about the caller's %v", got, want)
+	}
+	select {
+	case <-hctx.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the handler's context did not end after the caller's deadline")
+	}
+	if !errors.Is(hctx.Err(), context.DeadlineExceeded) {
+		t.Errorf("handler ctx err = %v, want deadline exceeded", hctx.Err())
+	}
+	var apiErr *events.APIError
+	if err := <-callErr; !errors.As(err, &apiErr) || apiErr.Status != http.StatusGatewayTimeout {
+		t.Errorf("Call = %v, want a 504", err)
+	}
+}
+
+// A service that stops cancels the requests it is serving and Stop waits
+// for them; a request arriving afterwards is refused with a 503.
+func TestHandlerIsCancelledOnShutdown(t *testing.T) {
+	nc, _ := natstest.Connect(t, natstest.Start(t))
+	seen := make(chan context.Context, 1)
+	ctx, stop := context.WithCancel(t.Context())
+	srv := serveWait(t, ctx, nc, seen)
+
+	var reply echoResp
+	callErr := make(chan error, 1)
+	go func() {
+		cctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		callErr <- svc.Call(cctx, nc, "svc.demo.wait", echoReq{}, &reply)
+	}()
+	hctx := <-seen
+	stop()
+	srv.Stop() // returns only once the handler has
+	if !errors.Is(hctx.Err(), context.Canceled) {
+		t.Errorf("handler ctx err after shutdown = %v, want canceled", hctx.Err())
+	}
+	if err := <-callErr; err != nil || reply.Greeting != context.Canceled.Error() {
+		t.Errorf("Call = %+v, %v; want the handler's answer after its cancellation", reply, err)
+	}
+	var apiErr *events.APIError
+	err := svc.Call(t.Context(), nc, "svc.demo.wait", echoReq{}, nil)
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable {
+		t.Errorf("Call after shutdown = %v, want a 503", err)
+	}
+}
+
+// A deadline header that is not a number of milliseconds is a 400 naming
+// the header.
+func TestBadTimeoutHeaderIsInvalid(t *testing.T) {
+	nc, _ := natstest.Connect(t, natstest.Start(t))
+	seen := make(chan context.Context, 1)
+	srv := serveWait(t, t.Context(), nc, seen)
+	defer srv.Stop()
+	for _, give := range []string{"soon", "-1", "99999999999999999999", "86400001"} {
+		msg := nats.NewMsg("svc.demo.wait")
+		msg.Data = []byte("{}")
+		msg.Header.Set(svc.TimeoutHeader, give)
+		reply, err := nc.RequestMsg(msg, 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code := reply.Header.Get(micro.ErrorCodeHeader); code != "400" || !strings.Contains(string(reply.Data), svc.TimeoutHeader) {
+			t.Errorf("header %q: reply %s %s, want a 400 naming %s", give, code, reply.Data, svc.TimeoutHeader)
+		}
+	}
+	if len(seen) != 0 {
+		t.Error("a request with a bad deadline header reached the handler")
 	}
 }

@@ -12,41 +12,28 @@ import (
 	"clopen.dev/services/engine-worker/internal/engine/acp"
 )
 
-// The pinned ACP agents. Each is the newest release that installs and runs
-// on Node 20 here; the adapter, its golden transcripts and the conformance
-// suite were checked against exactly these.
+// The pinned ACP agents (acp's constants).
 const (
-	// GeminiVersion: the newest release (it needs Node >= 20).
-	GeminiVersion = "0.61.0"
-	// QwenVersion: the newest release for Node 20; 0.16 and later declare
-	// Node >= 22 and npm on Node 20 resolves to this one.
-	QwenVersion = "0.15.10"
-	// CopilotVersion: the newest release, as its native platform package.
-	CopilotVersion = "1.0.102"
-	// OpenCodeVersion: the newest release, as its native platform package.
-	OpenCodeVersion = "1.18.33"
-	// ClineVersion: the newest release, as its native platform package (the
-	// wrapper's helper packages declare Node >= 22; the binary needs none).
-	ClineVersion = "3.0.65"
+	GeminiVersion   = acp.GeminiVersion
+	QwenVersion     = acp.QwenVersion
+	CopilotVersion  = acp.CopilotVersion
+	OpenCodeVersion = acp.OpenCodeVersion
+	ClineVersion    = acp.ClineVersion
 )
 
-// acpSpecs are the rows of the ACP agents.
+// acpSpecs are the rows of the ACP agents: the installed ones as their
+// profiles pin them, then the two Clopen finds installed elsewhere.
 var acpSpecs = []Spec{
-	acpSpec(&acp.Gemini, GeminiVersion, []Package{{Name: "@google/gemini-cli", Version: GeminiVersion}},
-		"node_modules/@google/gemini-cli/bundle/gemini.js"),
-	acpSpec(&acp.Qwen, QwenVersion, []Package{{Name: "@qwen-code/qwen-code", Version: QwenVersion}},
-		"node_modules/@qwen-code/qwen-code/cli.js"),
-	acpSpec(&acp.Copilot, CopilotVersion, []Package{{Name: "@github/copilot-linux-x64", Version: CopilotVersion}},
-		"node_modules/@github/copilot-linux-x64/copilot"),
-	acpSpec(&acp.OpenCode, OpenCodeVersion, []Package{{Name: "opencode-linux-x64", Version: OpenCodeVersion}},
-		"node_modules/opencode-linux-x64/bin/opencode"),
-	acpSpec(&acp.Cline, ClineVersion, []Package{{Name: "@cline/cli-linux-x64", Version: ClineVersion}},
-		"node_modules/@cline/cli-linux-x64/bin/cline"),
+	acpSpec(&acp.Gemini),
+	acpSpec(&acp.Qwen),
+	acpSpec(&acp.Copilot),
+	acpSpec(&acp.OpenCode),
+	acpSpec(&acp.Cline),
 	{
 		// Cursor's agent is not on npm: its installer downloads a binary,
 		// which this machine cannot do. The profile follows the protocol
 		// and has never run against the real CLI.
-		Type: events.EngineCursor, Version: "any", VersionArgs: []string{"--version"},
+		Type: events.EngineCursor, Pin: engine.Pin{Version: "any", VersionArgs: []string{"--version"}},
 		External: func(s Setup) (string, error) {
 			return lookBin(s, "CLOPEN_CURSOR_BIN", "cursor-agent",
 				"Cursor's agent CLI is not installed (it is not on npm: install it with Cursor's installer, or set CLOPEN_CURSOR_BIN); Clopen's cursor profile is untested")
@@ -61,7 +48,7 @@ var acpSpecs = []Spec{
 	{
 		// Any agent an operator configures with CLOPEN_ACP_CONFIG or
 		// CLOPEN_ACP_COMMAND; offered when its command resolves.
-		Type: events.EngineACP, Version: "any", VersionArgs: []string{"--version"},
+		Type: events.EngineACP, Pin: engine.Pin{Version: "any", VersionArgs: []string{"--version"}},
 		External: func(s Setup) (string, error) {
 			cfg, ok, err := acp.CustomFromEnv(s.getenv)
 			if err != nil {
@@ -84,9 +71,10 @@ var acpSpecs = []Spec{
 }
 
 // acpSpec is the row of an npm-installed ACP agent.
-func acpSpec(p *acp.Profile, version string, pkgs []Package, bin string) Spec {
+func acpSpec(p *acp.Profile) Spec {
+	pin, _ := p.Pin()
 	return Spec{
-		Type: p.Type, Packages: pkgs, Version: version, VersionArgs: []string{"--version"}, Bin: bin,
+		Type: p.Type, Pin: pin,
 		Account: func(ctx context.Context, s Setup) error {
 			_, err := s.acpCredentials(p).Credential(ctx, "", "")
 			return err

@@ -8,21 +8,13 @@ import (
 	"clopen.dev/services/engine-worker/internal/engine/codex"
 )
 
-// CodexVersion is the pinned Codex release: the newest on the registry
-// when this adapter was built. Its app-server protocol, its model catalog
-// (codex.Models) and the recorded transcripts are checked against it.
-const CodexVersion = "0.171.0"
+// CodexVersion is the pinned Codex release (codex.Version).
+const CodexVersion = codex.Version
 
-// codexRow installs Codex's linux-x64 platform package: the @openai/codex
-// version tagged -linux-x64 carries the native musl binary and nothing for
-// Node to run, so it works whatever the Node version (the launcher package
-// would also pull the other platforms' binaries).
+// codexRow is Codex, installed as codex.Pin says.
 var codexRow = Spec{
-	Type:        events.EngineCodex,
-	Packages:    []Package{{Name: "@openai/codex", Version: CodexVersion + "-linux-x64"}},
-	Version:     CodexVersion,
-	VersionArgs: []string{"--version"},
-	Bin:         "node_modules/@openai/codex/vendor/x86_64-unknown-linux-musl/bin/codex",
+	Type: events.EngineCodex,
+	Pin:  codex.Pin(),
 	Account: func(ctx context.Context, s Setup) error {
 		_, err := s.codexCredentials().Credential(ctx, "", "")
 		return err

@@ -22,23 +22,14 @@ import (
 )
 
 // Package is an npm package at an exact version.
-type Package struct {
-	Name    string
-	Version string
-}
+type Package = engine.Package
 
 // Spec is one installable engine: a row of the table.
 type Spec struct {
 	Type events.EngineType
-	// Packages are installed together, each at its exact version.
-	Packages []Package
-	// Version is the engine version the packages provide; VersionArgs must
-	// print it (on stdout or stderr) as the first word that starts with a
-	// digit.
-	Version     string
-	VersionArgs []string
-	// Bin is the executable, relative to the install directory.
-	Bin string
+	// Pin is the release and its install, as the adapter exports it; an
+	// engine Clopen does not install has no Packages.
+	engine.Pin
 	// Account reports why no account is configured, nil when one is.
 	Account func(ctx context.Context, s Setup) error
 	// ModelServer is the base URL the worker's own credentials point the
@@ -56,19 +47,12 @@ type Spec struct {
 	Untested bool
 }
 
-// table is every installable engine. Codex and pi become rows here as
-// their adapters land.
+// table is every installable engine, each row built from its adapter's
+// Pin.
 var table = append([]Spec{
 	{
 		Type: events.EngineClaudeCode,
-		// The native platform package: a self-contained binary that needs
-		// no particular Node (the @anthropic-ai/claude-code wrapper of
-		// this version wants Node 22 and npm silently falls back to an
-		// old release on Node 20).
-		Packages:    []Package{{Name: "@anthropic-ai/claude-code-linux-x64", Version: ClaudeCodeVersion}},
-		Version:     ClaudeCodeVersion,
-		VersionArgs: []string{"--version"},
-		Bin:         "node_modules/@anthropic-ai/claude-code-linux-x64/claude",
+		Pin:  claude.Pin(),
 		Account: func(ctx context.Context, s Setup) error {
 			_, err := s.claudeCredentials().Credential(ctx, "", "")
 			return err
@@ -89,10 +73,8 @@ var table = append([]Spec{
 	piRow,    // pi.go
 }, acpSpecs...) // acp.go
 
-// ClaudeCodeVersion is the pinned Claude Code release: the newest on the
-// registry when this adapter was built (its protocol is what the adapter,
-// its golden transcripts and the conformance suite were checked against).
-const ClaudeCodeVersion = "2.1.332"
+// ClaudeCodeVersion is the pinned Claude Code release (claude.Version).
+const ClaudeCodeVersion = claude.Version
 
 // All returns the table.
 func All() []Spec { return append([]Spec(nil), table...) }

@@ -13,10 +13,10 @@ import (
 
 // fakeSpec is an engine whose "executable" is a script printing version.
 func fakeSpec(account error) Spec {
-	return Spec{Type: events.EngineCodex, Version: "1.2.3", VersionArgs: []string{"--version"}, Bin: "bin/agent",
-		Packages: []Package{{Name: "agent", Version: "1.2.3"}},
-		Account:  func(context.Context, Setup) error { return account },
-		Factory:  func(string, Setup) engine.Factory { return nil }}
+	return Spec{Type: events.EngineCodex, Pin: engine.Pin{Version: "1.2.3", VersionArgs: []string{"--version"}, Bin: "bin/agent",
+		Packages: []Package{{Name: "agent", Version: "1.2.3"}}},
+		Account: func(context.Context, Setup) error { return account },
+		Factory: func(string, Setup) engine.Factory { return nil }}
 }
 
 func installFake(t *testing.T, root, version string) {

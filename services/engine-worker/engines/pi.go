@@ -8,19 +8,13 @@ import (
 	"clopen.dev/services/engine-worker/internal/engine/pi"
 )
 
-// PiVersion is the pinned pi release: the newest on the registry when this
-// adapter was built, and it runs on Node 20 (it asks for >= 20.6). Its RPC
-// protocol, its extension API (Clopen's permission and question
-// extension) and the recorded transcripts are checked against it.
-const PiVersion = "0.73.1"
+// PiVersion is the pinned pi release (pi.Version).
+const PiVersion = pi.Version
 
-// piRow installs pi: a Node program (dist/cli.js) with its dependencies.
+// piRow is pi, installed as pi.Pin says.
 var piRow = Spec{
-	Type:        events.EnginePi,
-	Packages:    []Package{{Name: "@mariozechner/pi-coding-agent", Version: PiVersion}},
-	Version:     PiVersion,
-	VersionArgs: []string{"--version"},
-	Bin:         "node_modules/.bin/pi",
+	Type: events.EnginePi,
+	Pin:  pi.Pin(),
 	Account: func(ctx context.Context, s Setup) error {
 		_, err := s.piCredentials().Credential(ctx, "", "")
 		return err

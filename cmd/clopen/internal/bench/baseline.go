@@ -50,11 +50,13 @@ func JetStreamBaseline(ctx context.Context, url string, n, size int, rate float6
 		return 0, Summary{}, err
 	}
 	defer func() { _ = pjs.DeleteStream(context.WithoutCancel(ctx), name) }()
-	c, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "base", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 50_000})
+	if _, err := s.CreateConsumer(ctx, jetstream.ConsumerConfig{Durable: "base", AckPolicy: jetstream.AckExplicitPolicy, MaxAckPending: 50_000}); err != nil {
+		return 0, Summary{}, err
+	}
+	c, err := sjs.Consumer(ctx, name, "base") // consumed on its own connection
 	if err != nil {
 		return 0, Summary{}, err
 	}
-	c, _ = sjs.Consumer(ctx, name, "base")
 	var lat Latencies
 	var got atomic.Int64
 	done := make(chan struct{})

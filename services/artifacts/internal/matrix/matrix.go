@@ -15,7 +15,7 @@ package matrix
 
 import (
 	"clopen.dev/pkg/events"
-	"clopen.dev/services/artifacts/plan"
+	"clopen.dev/pkg/events/plan"
 )
 
 // Shape is how an artifact is laid out.

@@ -12,9 +12,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/events/plan"
 	"clopen.dev/services/artifacts/internal/resolve"
 	"clopen.dev/services/artifacts/internal/skills"
-	"clopen.dev/services/artifacts/plan"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden trees")

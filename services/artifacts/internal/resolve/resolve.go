@@ -73,37 +73,6 @@ func MergePermissions(layers ...events.PermissionRules) events.PermissionRules {
 	return out
 }
 
-// Allowed reports whether rules admit tool: deny wins; a non-empty allow
-// list must match. AskUserQuestion is never blocked.
-func Allowed(r events.PermissionRules, tool string) bool {
-	if tool == string(events.ToolAskUserQuestion) {
-		return true
-	}
-	for _, p := range r.Deny {
-		if Match(p, tool) {
-			return false
-		}
-	}
-	if len(r.Allow) == 0 {
-		return true
-	}
-	for _, p := range r.Allow {
-		if Match(p, tool) {
-			return true
-		}
-	}
-	return false
-}
-
-// Match reports whether pattern (an exact name, or a prefix and one
-// trailing *) matches tool.
-func Match(pattern, tool string) bool {
-	if prefix, ok := strings.CutSuffix(pattern, "*"); ok {
-		return strings.HasPrefix(tool, prefix)
-	}
-	return pattern == tool
-}
-
 // NormalizePatterns trims, validates and dedupes patterns, keeping order.
 func NormalizePatterns(in []string) ([]string, error) {
 	out := []string{}

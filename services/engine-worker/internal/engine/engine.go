@@ -64,12 +64,11 @@ type Request struct {
 	Ephemeral bool
 	// MCPServers are extra MCP servers the agent may use this turn.
 	MCPServers []MCPServer
-	// Allowed and Denied are the run's permission policy (canonical tool
-	// names, exact or with one trailing *): denies win; a non-empty allow
-	// list admits only what it matches. Interaction.Permit applies it to
-	// every call that reaches it; an engine that can also refuse tools up
-	// front (a command-line deny list) should, because some calls never ask.
-	Allowed, Denied []string
+	// Permissions are the run's policy (events.PermissionRules.Allows
+	// decides a call). Interaction.Permit applies it to every call that
+	// reaches it; an engine that can also refuse tools up front (a
+	// command-line deny list) should, because some calls never ask.
+	Permissions events.PermissionRules
 	// Interaction parks questions and permission prompts; never nil.
 	Interaction Interaction
 }

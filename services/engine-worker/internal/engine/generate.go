@@ -96,7 +96,8 @@ func GenerateByRun(ctx context.Context, eng Engine, req GenerateRequest) (json.R
 	}
 	err := eng.Run(ctx, Request{Tenant: req.Tenant, RunID: uuid.NewString(), SessionID: uuid.NewString(),
 		Workspace: req.Workspace, ConfigDir: req.ConfigDir, Model: req.Model, Provider: req.Provider, AccountID: req.AccountID,
-		Prompt: []events.Block{events.TextBlock{Text: JSONPrompt(req.Prompt, req.Schema)}}, Ephemeral: true, Denied: []string{"*"},
+		Prompt: []events.Block{events.TextBlock{Text: JSONPrompt(req.Prompt, req.Schema)}}, Ephemeral: true,
+		Permissions: events.PermissionRules{Deny: []string{"*"}},
 		Interaction: Unattended}, emit)
 	switch {
 	case err != nil:

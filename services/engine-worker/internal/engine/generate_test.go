@@ -59,7 +59,7 @@ func TestGenerateByRun(t *testing.T) {
 			if !strings.HasPrefix(prompt, "Write a commit message.") || !strings.Contains(prompt, "```json\n"+messageSchema+"\n```") {
 				t.Errorf("prompt = %q, want the task and the schema in a json fence", prompt)
 			}
-			if r.Model != "m1" || r.Provider != "openai" || r.AccountID != "a1" || len(r.Denied) != 1 || r.Denied[0] != "*" || !r.Ephemeral {
+			if r.Model != "m1" || r.Provider != "openai" || r.AccountID != "a1" || len(r.Permissions.Deny) != 1 || r.Permissions.Deny[0] != "*" || !r.Ephemeral {
 				t.Errorf("request = %+v, want the resolved target, every tool denied, ephemeral", r)
 			}
 			if d, err := r.Interaction.Permit(context.Background(), engine.PermissionRequest{Tool: "Bash"}); err != nil || d.Allow {

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -232,5 +231,3 @@ func ChatCursor(ctx context.Context, db DB, session string) (uint64, error) {
 	err := db.QueryRow(ctx, `SELECT chat_cursor FROM streammgr.chat_sessions WHERE id = $1`, session).Scan(&c)
 	return uint64(c), notFound(err)
 }
-
-func nowUTC() time.Time { return time.Now().UTC() }

@@ -7,15 +7,16 @@ import (
 	"fmt"
 	"strings"
 
+	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
 // cliArgs is the command line of a turn, without the session it resumes.
-func cliArgs(model, level string, servers []engine.MCPServer, allowed, denied []string) ([]string, error) {
+func cliArgs(model, level string, servers []engine.MCPServer, policy events.PermissionRules) ([]string, error) {
 	args := []string{"--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
 		"--include-partial-messages", "--permission-prompt-tool", "stdio", "--model", model}
 	args = append(args, reasoningArgs(level)...)
-	if deny := disallowed(allowed, denied); len(deny) > 0 {
+	if deny := disallowed(policy); len(deny) > 0 {
 		args = append(args, "--disallowedTools", strings.Join(deny, ","))
 	}
 	if len(servers) > 0 {

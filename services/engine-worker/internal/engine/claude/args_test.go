@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
@@ -24,7 +25,7 @@ func TestCLIArgs(t *testing.T) {
 		{name: "an MCP server needs a URL", level: LevelAuto, servers: []engine.MCPServer{{Name: "p"}}, wantErr: true},
 	}
 	for _, tt := range tests {
-		args, err := cliArgs("m", tt.level, tt.servers, nil, nil)
+		args, err := cliArgs("m", tt.level, tt.servers, events.PermissionRules{})
 		if tt.wantErr != (err != nil) {
 			t.Errorf("%s: cliArgs error = %v", tt.name, err)
 			continue
@@ -36,7 +37,7 @@ func TestCLIArgs(t *testing.T) {
 			t.Errorf("%s: permission prompts do not come to the host: %v", tt.name, args)
 		}
 	}
-	a, _ := cliArgs("m", LevelAuto, nil, nil, nil)
+	a, _ := cliArgs("m", LevelAuto, nil, events.PermissionRules{})
 	if specOf(a, "/w", Credential{APIKey: "k"}) == specOf(a, "/w", Credential{APIKey: "other"}) ||
 		specOf(a, "/w", Credential{APIKey: "k"}) == specOf(a, "/v", Credential{APIKey: "k"}) {
 		t.Error("specOf ignores the credentials or the workspace: a warm process could serve another account or project")

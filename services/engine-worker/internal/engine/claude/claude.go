@@ -191,7 +191,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		return fmt.Errorf("claude state dir: %w", err)
 	}
 	model := cmp.Or(req.Model, DefaultModel)
-	args, err := cliArgs(model, ClampLevel(model, req.Effort), req.MCPServers, req.Allowed, req.Denied)
+	args, err := cliArgs(model, ClampLevel(model, req.Effort), req.MCPServers, req.Permissions)
 	if err != nil {
 		return &engine.Error{Kind: events.KindInvalidRequest, Msg: err.Error(), Err: err}
 	}

@@ -9,9 +9,6 @@ import (
 	"clopen.dev/pkg/events"
 )
 
-// interruptedText is the user line the CLI writes when a turn is interrupted.
-const interruptedText = "[Request interrupted by user"
-
 // Converter turns the stdout lines of one turn into engine outputs. It does
 // no I/O: the same lines always give the same outputs (given Now), which the
 // golden tests pin. It keeps the little state the event contract needs: the

@@ -16,49 +16,34 @@ var builtinTools = []string{"Task", "AskUserQuestion", "Bash", "CronCreate", "Cr
 
 // disallowed turns a run's policy into Claude Code's --disallowedTools list.
 // In its default permission mode the CLI runs read-only tools without asking
-// (they never reach can_use_tool), so a deny must also be given up front.
+// (they never reach can_use_tool), so a deny must also be given up front:
+// every built-in tool the policy does not admit, every exact name it denies,
+// and every MCP server whose tools it denies as a whole (mcp__server__*).
 // MCP tools under an allow list still ask, and Permit refuses them there.
 // AskUserQuestion is never denied: it is how the agent talks to the user.
-func disallowed(allowed, denied []string) []string {
+func disallowed(r events.PermissionRules) []string {
 	var out []string
 	seen := map[string]bool{}
 	add := func(name string) {
-		if name != "AskUserQuestion" && !seen[name] {
+		if !seen[name] {
 			seen[name] = true
 			out = append(out, name)
 		}
 	}
-	for _, pat := range denied {
+	for _, pat := range r.Deny {
 		switch prefix, wild := strings.CutSuffix(pat, "*"); {
 		case wild && strings.HasPrefix(prefix, events.MCPToolPrefix) && strings.HasSuffix(prefix, "__") && strings.Count(prefix, "__") == 2:
 			add(strings.TrimSuffix(prefix, "__")) // mcp__server__* is every tool of mcp__server
-		case wild:
-			for _, b := range builtinTools {
-				if strings.HasPrefix(ToolName(b), prefix) {
-					add(b)
-				}
-			}
-		default:
+		case !wild && !r.Allows(pat): // AskUserQuestion is always admitted
 			add(claudeName(pat))
 		}
 	}
-	if len(allowed) > 0 {
-		for _, b := range builtinTools {
-			if !admitted(ToolName(b), allowed) {
-				add(b)
-			}
+	for _, b := range builtinTools {
+		if !r.Allows(ToolName(b)) {
+			add(b)
 		}
 	}
 	return out
-}
-
-func admitted(tool string, allowed []string) bool {
-	for _, pat := range allowed {
-		if prefix, wild := strings.CutSuffix(pat, "*"); (wild && strings.HasPrefix(tool, prefix)) || pat == tool {
-			return true
-		}
-	}
-	return false
 }
 
 // claudeName is a canonical tool name as Claude Code calls it.

@@ -3,6 +3,8 @@ package claude
 import (
 	"slices"
 	"testing"
+
+	"clopen.dev/pkg/events"
 )
 
 func TestDisallowedFromPolicy(t *testing.T) {
@@ -21,7 +23,7 @@ func TestDisallowedFromPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := disallowed(tt.allowed, tt.denied)
+			got := disallowed(events.PermissionRules{Allow: tt.allowed, Deny: tt.denied})
 			for _, w := range tt.want {
 				if !slices.Contains(got, w) {
 					t.Errorf("disallowed(%v, %v) = %v, want it to contain %s", tt.allowed, tt.denied, got, w)
@@ -34,7 +36,7 @@ func TestDisallowedFromPolicy(t *testing.T) {
 			}
 		})
 	}
-	args, _ := cliArgs("m", LevelAuto, nil, nil, []string{"Bash", "Read"})
+	args, _ := cliArgs("m", LevelAuto, nil, events.PermissionRules{Deny: []string{"Bash", "Read"}})
 	if i := slices.Index(args, "--disallowedTools"); i < 0 || args[i+1] != "Bash,Read" {
 		t.Errorf("args = %v, want --disallowedTools Bash,Read", args)
 	}

@@ -104,13 +104,3 @@ func exitError(waitErr error, stderr string) error {
 	}
 	return &engine.Error{Kind: events.KindCrashed, Msg: msg, Err: waitErr}
 }
-
-// lastLine is the last non-blank line of s that is not the backtrace codex
-// prints after an error, cut to 500 bytes.
-
-func cut(l string) string {
-	if len(l) > 500 {
-		return l[:500] + "…"
-	}
-	return l
-}

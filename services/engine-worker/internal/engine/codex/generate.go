@@ -50,7 +50,7 @@ func (e *Engine) Generate(ctx context.Context, req engine.GenerateRequest) (json
 	err := e.run(ctx, engine.Request{Tenant: req.Tenant, RunID: uuid.NewString(), SessionID: uuid.NewString(),
 		Workspace: req.Workspace, ConfigDir: req.ConfigDir, Model: req.Model, Provider: req.Provider, AccountID: req.AccountID,
 		Effort: generateEffort, Prompt: []events.Block{events.TextBlock{Text: req.Prompt}}, Ephemeral: true,
-		Denied: []string{"*"}, Interaction: engine.Unattended}, req.Schema, emit)
+		Permissions: events.PermissionRules{Deny: []string{"*"}}, Interaction: engine.Unattended}, req.Schema, emit)
 	switch {
 	case err != nil:
 		return nil, err

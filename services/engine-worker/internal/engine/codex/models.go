@@ -32,7 +32,7 @@ const DefaultModel = "gpt-6.2-sol"
 
 // Models is the catalog of the pinned CLI (0.171.0), as its app-server's
 // model/list answers, in its order: keep it in step with the pinned version
-// (engines.CodexVersion). A model outside it still runs; codex then uses
+// (Version). A model outside it still runs; codex then uses
 // fallback metadata and warns.
 var Models = []Model{
 	{ID: "gpt-6.2-sol", Name: "GPT-6.2-Sol", Efforts: effortsUltra, DefaultEffort: "low", Context: 500_000},

@@ -60,7 +60,7 @@ var errTurnOver = errors.New("turn over")
 // turn/completed. reusable is true when the app-server ended the turn
 // itself and may take the chat's next one.
 func (t *turn) run(ctx context.Context) (reusable bool, err error) {
-	_, servers := threadPolicy(t.req.Allowed, t.req.Denied, t.req.MCPServers)
+	_, servers := threadPolicy(t.req.Permissions, t.req.MCPServers)
 	t.conv = Converter{Model: t.model, MCPServers: mcpNames(servers)}
 	t.c.queue.Drain() // what arrived while the process was idle belongs to no turn
 	if err := t.open(ctx); err != nil {
@@ -147,7 +147,7 @@ func (t *turn) open(ctx context.Context) error {
 	defer cancel()
 	params := map[string]any{"cwd": t.req.Workspace, "approvalPolicy": approvalPolicy, "sandbox": sandboxMode,
 		"model": t.model, "serviceName": "clopen"}
-	cfg, servers := threadPolicy(t.req.Allowed, t.req.Denied, t.req.MCPServers)
+	cfg, servers := threadPolicy(t.req.Permissions, t.req.MCPServers)
 	if len(servers) > 0 {
 		cfg["mcp_servers"] = mcpConfig(servers)
 	}

@@ -201,7 +201,7 @@ func TestThreadPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, kept := threadPolicy(tt.allowed, tt.denied, servers)
+			cfg, kept := threadPolicy(events.PermissionRules{Allow: tt.allowed, Deny: tt.denied}, servers)
 			if got := string(mustJSON(cfg)); got != tt.wantCfg || len(kept) != tt.wantServers {
 				t.Errorf("threadPolicy = %s with %d servers, want %s with %d", got, len(kept), tt.wantCfg, tt.wantServers)
 			}

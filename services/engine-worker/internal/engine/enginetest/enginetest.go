@@ -67,7 +67,7 @@ type Features struct {
 	Fork        bool // every resume reports a new session and leaves the resumed one as it was
 	Cost        bool // results carry totalCostUsd
 	MCP         bool // Request.MCPServers are connected and their tools called (mcp__<server>__<tool>)
-	// DenyUpFront: Request.Denied is enforced by the engine itself, even for
+	// DenyUpFront: Request.Permissions.Deny is enforced by the engine itself, even for
 	// tools that would never ask (the model is not offered them).
 	DenyUpFront bool
 
@@ -172,5 +172,5 @@ func (c *chat) turnCtx(t *testing.T, ctx context.Context, prompt, resume string,
 func (c *chat) request(prompt, resume string, rec *Recorder) engine.Request {
 	return engine.Request{Tenant: "tenant-1", RunID: uuid.NewString(), SessionID: c.session, ProjectID: "project-1",
 		Workspace: c.workspace, Prompt: []events.Block{events.TextBlock{Text: prompt}}, Model: c.s.h.Model,
-		ResumeSessionID: resume, Interaction: rec, MCPServers: c.mcp, Denied: c.denied}
+		ResumeSessionID: resume, Interaction: rec, MCPServers: c.mcp, Permissions: events.PermissionRules{Deny: c.denied}}
 }

@@ -263,5 +263,5 @@ func (e *Engine) Dispose(ctx context.Context) error { return e.procs.Dispose(ctx
 
 // policyJSON is the run's permission policy as the extension reads it.
 func policyJSON(req engine.Request) []byte {
-	return mustJSON(map[string][]string{"allowed": req.Allowed, "denied": req.Denied})
+	return mustJSON(map[string][]string{"allowed": req.Permissions.Allow, "denied": req.Permissions.Deny})
 }

@@ -2,7 +2,10 @@
 // into an engine's isolated config dir: whole files written if changed,
 // managed marker blocks inside shared memory files, managed keys of JSON
 // settings, exclusive directories pruned, and the legacy command artifacts
-// stripped. Engine workers import it; it has no database and no network.
+// stripped. It is the contract's reference reader of a plan: artifacts
+// renders plans and tests them with it, engine workers apply them with it.
+// Standard library only, like the rest of pkg/events: no database, no
+// network.
 //
 // Every path of a plan is relative to the config dir; Apply refuses a path
 // that is absolute, climbs out with .., or passes through a symlink, so a
