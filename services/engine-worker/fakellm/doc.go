@@ -27,7 +27,13 @@
 //	@@SLOW@@      streams only: the first text delta, then a stall of Config.SlowFor
 //	              with keep-alives (Anthropic ping events, SSE comments for the
 //	              OpenAI formats, nothing for Gemini), ended early by a client hang-up
-//	@@ERROR@@     HTTP 500 with the provider's error body
+//	@@ERROR@@     HTTP 500 with the provider's error body (every time: a client
+//	              that retries gets 500 on every attempt)
+//	@@SLOW_ERROR@@ the same 500, after Config.ErrorDelay with nothing sent (a
+//	              provider that fails slowly), ended early by a client hang-up
+//	@@RATELIMIT@@ HTTP 429 with a Retry-After header of Config.RetryAfter and the
+//	              provider's rate-limit error body (rate_limit_error,
+//	              rate_limit_exceeded, RESOURCE_EXHAUSTED), on every attempt
 //	@@LONG@@      one text block of 2,000 deltas of 6 bytes each
 //	@@TEXT:n@@    one text block of n deltas of 6 bytes each
 //	@@JSON_FENCED@@, @@JSON_TRUNCATED@@   spoil a JSON answer (see below)

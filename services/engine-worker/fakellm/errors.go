@@ -6,8 +6,13 @@ import (
 	"strconv"
 )
 
-// forcedErrorMessage is the message of the @@ERROR@@ answer.
-const forcedErrorMessage = "fakellm: @@ERROR@@ forced a server error"
+// The messages of the forced errors; rateLimitMessage takes the
+// Retry-After seconds.
+const (
+	forcedErrorMessage = "fakellm: @@ERROR@@ forced a server error"
+	slowErrorMessage   = "fakellm: @@SLOW_ERROR@@ forced a server error after a delay"
+	rateLimitMessage   = "fakellm: @@RATELIMIT@@ rate limit reached; retry after %ds"
+)
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
@@ -56,14 +61,19 @@ func anthropicErrorType(status int) string {
 		return "not_found_error"
 	case http.StatusRequestEntityTooLarge:
 		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_error"
 	default:
 		return "api_error"
 	}
 }
 
 func openAIErrorType(status int) string {
-	if status >= 500 {
+	switch {
+	case status >= 500:
 		return "server_error"
+	case status == http.StatusTooManyRequests:
+		return "requests"
 	}
 	return "invalid_request_error"
 }
@@ -76,6 +86,8 @@ func openAIErrorCode(status int) string {
 		return "unknown_url"
 	case http.StatusRequestEntityTooLarge:
 		return "request_too_large"
+	case http.StatusTooManyRequests:
+		return "rate_limit_exceeded"
 	default:
 		return "internal_error"
 	}
@@ -87,6 +99,8 @@ func googleStatus(status int) string {
 		return "INVALID_ARGUMENT"
 	case http.StatusNotFound:
 		return "NOT_FOUND"
+	case http.StatusTooManyRequests:
+		return "RESOURCE_EXHAUSTED"
 	default:
 		return "INTERNAL"
 	}

@@ -21,6 +21,8 @@ const shutdownGrace = 2 * time.Second
 //	-addr 127.0.0.1:0   listen address (port 0 picks a free port)
 //	-log FILE           append one JSON line per request to FILE
 //	-slow-secs N        how long @@SLOW@@ stalls (default 30)
+//	-retry-after-secs N the Retry-After of @@RATELIMIT@@ (default 1)
+//	-error-delay-secs N how long @@SLOW_ERROR@@ waits before its 500 (default 3)
 //
 // It prints "fakellm listening on http://ADDR" to stdout once the listener is
 // open, serves until ctx is done, and returns nil after a clean shutdown.
@@ -31,6 +33,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:0", "listen `address`; port 0 picks a free port")
 	logPath := fs.String("log", "", "append one JSON line per request to `file`")
 	slowSecs := fs.Float64("slow-secs", DefaultSlowFor.Seconds(), "how long @@SLOW@@ stalls, in `seconds`")
+	retryAfter := fs.Int("retry-after-secs", int(DefaultRetryAfter.Seconds()), "the Retry-After of @@RATELIMIT@@, in whole `seconds`")
+	errorDelay := fs.Float64("error-delay-secs", DefaultErrorDelay.Seconds(), "how long @@SLOW_ERROR@@ waits before its 500, in `seconds`")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("parse flags: %w", err)
 	}
@@ -41,7 +45,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("parse flags: -slow-secs must be positive, got %v", *slowSecs)
 	}
 
-	cfg := Config{SlowFor: time.Duration(*slowSecs * float64(time.Second))}
+	if *retryAfter <= 0 {
+		return fmt.Errorf("parse flags: -retry-after-secs must be positive, got %d", *retryAfter)
+	}
+	if *errorDelay <= 0 {
+		return fmt.Errorf("parse flags: -error-delay-secs must be positive, got %v", *errorDelay)
+	}
+	cfg := Config{SlowFor: time.Duration(*slowSecs * float64(time.Second)),
+		RetryAfter: time.Duration(*retryAfter) * time.Second, ErrorDelay: time.Duration(*errorDelay * float64(time.Second))}
 	if *logPath != "" {
 		f, err := os.OpenFile(*logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		if err != nil {

@@ -74,6 +74,8 @@ func TestMainFlagErrors(t *testing.T) {
 		{"unknown flag", []string{"-nope"}, "flag provided but not defined"},
 		{"extra argument", []string{"serve"}, "unexpected arguments"},
 		{"bad slow", []string{"-slow-secs", "0"}, "-slow-secs must be positive"},
+		{"bad retry after", []string{"-retry-after-secs", "0"}, "-retry-after-secs must be positive"},
+		{"bad error delay", []string{"-error-delay-secs", "-1"}, "-error-delay-secs must be positive"},
 		{"bad address", []string{"-addr", "256.0.0.1:x"}, "listen 256.0.0.1:x"},
 		{"bad log", []string{"-log", "/nonexistent/dir/log"}, "open request log"},
 	}

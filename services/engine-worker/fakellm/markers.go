@@ -17,7 +17,10 @@ var textMarker = regexp.MustCompile(`@@TEXT:(\d{1,9})@@`)
 // markers are the directives found in the last user turn.
 type markers struct {
 	think, tool, write, ask, mcp, slow, fail bool
-	deltas                                   int // numbered 6-byte text deltas asked for by @@LONG@@ or @@TEXT:n@@
+	// rateLimit: HTTP 429 with Retry-After (@@RATELIMIT@@); slowFail: HTTP
+	// 500 after Config.ErrorDelay (@@SLOW_ERROR@@).
+	rateLimit, slowFail bool
+	deltas              int // numbered 6-byte text deltas asked for by @@LONG@@ or @@TEXT:n@@
 	// A JSON answer in text comes in a ```json fence with prose around it
 	// (@@JSON_FENCED@@), or cut off halfway (@@JSON_TRUNCATED@@).
 	jsonFenced, jsonTruncated bool
@@ -32,6 +35,9 @@ func findMarkers(text string) markers {
 		mcp:   strings.Contains(text, "@@MCP@@"),
 		slow:  strings.Contains(text, "@@SLOW@@"),
 		fail:  strings.Contains(text, "@@ERROR@@"),
+
+		rateLimit: strings.Contains(text, "@@RATELIMIT@@"),
+		slowFail:  strings.Contains(text, "@@SLOW_ERROR@@"),
 
 		jsonFenced:    strings.Contains(text, "@@JSON_FENCED@@"),
 		jsonTruncated: strings.Contains(text, "@@JSON_TRUNCATED@@"),
@@ -55,6 +61,7 @@ func (m markers) String() string {
 	}{
 		{m.think, "@@THINK@@"}, {m.tool, "@@TOOL@@"}, {m.write, "@@WRITE@@"},
 		{m.ask, "@@ASK@@"}, {m.mcp, "@@MCP@@"}, {m.slow, "@@SLOW@@"}, {m.fail, "@@ERROR@@"},
+		{m.rateLimit, "@@RATELIMIT@@"}, {m.slowFail, "@@SLOW_ERROR@@"},
 		{m.jsonFenced, "@@JSON_FENCED@@"}, {m.jsonTruncated, "@@JSON_TRUNCATED@@"},
 	} {
 		if f.on {

@@ -16,6 +16,7 @@ func TestFindMarkers(t *testing.T) {
 		{"hello", ""},
 		{"@@THINK@@ and @@TOOL@@", "@@THINK@@ @@TOOL@@"},
 		{"@@SLOW@@@@ERROR@@", "@@SLOW@@ @@ERROR@@"},
+		{"@@SLOW_ERROR@@ @@RATELIMIT@@", "@@RATELIMIT@@ @@SLOW_ERROR@@"}, // neither @@SLOW@@ nor @@ERROR@@
 		{"@@LONG@@", "@@TEXT:2000@@"},
 		{"@@TEXT:7@@", "@@TEXT:7@@"},
 		{"@@TEXT:0@@", "@@TEXT:1@@"},

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +19,12 @@ const (
 	DefaultSlowFor = 30 * time.Second
 	// DefaultKeepAlive is the keep-alive interval when Config.KeepAlive is zero.
 	DefaultKeepAlive = 500 * time.Millisecond
+	// DefaultRetryAfter is the Retry-After of @@RATELIMIT@@ when
+	// Config.RetryAfter is zero.
+	DefaultRetryAfter = time.Second
+	// DefaultErrorDelay is how long @@SLOW_ERROR@@ waits before its 500
+	// when Config.ErrorDelay is zero.
+	DefaultErrorDelay = 3 * time.Second
 )
 
 // maxBody bounds a request body; agent requests with long histories stay far below it.
@@ -30,6 +38,12 @@ type Config struct {
 	// KeepAlive is the interval of keep-alives during a stall; zero means
 	// DefaultKeepAlive.
 	KeepAlive time.Duration
+	// RetryAfter is the Retry-After header of the @@RATELIMIT@@ answer, in
+	// whole seconds (at least one); zero means DefaultRetryAfter.
+	RetryAfter time.Duration
+	// ErrorDelay is how long @@SLOW_ERROR@@ keeps the request waiting, with
+	// nothing sent, before it answers 500; zero means DefaultErrorDelay.
+	ErrorDelay time.Duration
 	// Log, when set, receives one JSON line (a Request) per request. Writes
 	// are serialized; the caller owns and closes it.
 	Log io.Writer
@@ -57,6 +71,12 @@ func New(cfg Config) *Server {
 	}
 	if cfg.KeepAlive <= 0 {
 		cfg.KeepAlive = DefaultKeepAlive
+	}
+	if cfg.RetryAfter <= 0 {
+		cfg.RetryAfter = DefaultRetryAfter
+	}
+	if cfg.ErrorDelay <= 0 {
+		cfg.ErrorDelay = DefaultErrorDelay
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -102,8 +122,9 @@ func (s *Server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 // begin reads and parses a model request, records it, and answers the
-// requests that end here: a bad body (400) and @@ERROR@@ (500). When ok is
-// false the response has been written.
+// requests that end here: a bad body (400), @@RATELIMIT@@ (429),
+// @@SLOW_ERROR@@ and @@ERROR@@ (500). When ok is false the response has
+// been written.
 func (s *Server) begin(w http.ResponseWriter, r *http.Request, f format, parse func([]byte) (turn, error)) (t turn, rep reply, ok bool) {
 	sum := Request{Time: time.Now(), Method: r.Method, Path: r.URL.Path, Format: string(f), Key: KeyID(requestKey(r))}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
@@ -131,7 +152,23 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, f format, parse f
 	sum.Model, sum.Stream, sum.Marker = t.model, t.stream, m.String()
 	sum.ToolResult, sum.Tools, sum.UserTurns = t.result != nil, t.toolNames(), t.turns
 	s.record(sum)
-	if m.fail {
+	switch {
+	case m.rateLimit:
+		secs := max(int(math.Ceil(s.cfg.RetryAfter.Seconds())), 1)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		writeError(w, f, http.StatusTooManyRequests, fmt.Sprintf(rateLimitMessage, secs))
+		return turn{}, reply{}, false
+	case m.slowFail:
+		timer := time.NewTimer(s.cfg.ErrorDelay)
+		defer timer.Stop()
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+			return turn{}, reply{}, false // the client gave up waiting
+		}
+		writeError(w, f, http.StatusInternalServerError, slowErrorMessage)
+		return turn{}, reply{}, false
+	case m.fail:
 		writeError(w, f, http.StatusInternalServerError, forcedErrorMessage)
 		return turn{}, reply{}, false
 	}
