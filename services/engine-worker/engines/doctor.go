@@ -165,9 +165,13 @@ func Doctor(ctx context.Context, setup Setup) []Status { return checkAll(ctx, se
 // and the status of every engine, so the caller can log why one is not
 // offered. The scripted engine, which every worker has, is not in it.
 func Available(ctx context.Context, setup Setup) (map[events.EngineType]engine.Factory, []Status) {
+	return availableOf(ctx, setup, table)
+}
+
+func availableOf(ctx context.Context, setup Setup, specs []Spec) (map[events.EngineType]engine.Factory, []Status) {
 	factories := map[events.EngineType]engine.Factory{}
-	statuses := Doctor(ctx, setup)
-	for i, s := range table {
+	statuses := checkAll(ctx, setup, specs)
+	for i, s := range specs {
 		if statuses[i].State == Ready {
 			factories[s.Type] = s.Factory(s.binFor(setup), setup)
 		}
@@ -180,10 +184,19 @@ func Available(ctx context.Context, setup Setup) (map[events.EngineType]engine.F
 // with the versions the check found installed, which the worker advertises
 // without starting each CLI a second time.
 //
-// The engines not offered come back as Pending, for the worker to probe
-// again (Pending.Watch) and offer once they are ready.
+// A worker's start waits for no slow engine: each version command has
+// Setup.StartupProbeTimeout (DefaultStartupProbeTimeout) here, and one that
+// has not answered by then is not offered yet. The engines not offered come
+// back as Pending, for the worker to probe again (Pending.Watch) with the
+// full ProbeTimeout and offer once they are ready.
 func Offer(ctx context.Context, setup Setup) (map[events.EngineType]engine.Factory, map[events.EngineType]string, *Pending) {
-	factories, statuses := Available(ctx, setup)
+	return offerOf(ctx, setup, table)
+}
+
+func offerOf(ctx context.Context, setup Setup, specs []Spec) (map[events.EngineType]engine.Factory, map[events.EngineType]string, *Pending) {
+	start := setup
+	start.ProbeTimeout = min(setup.probeTimeout(), setup.startupProbeTimeout())
+	factories, statuses := availableOf(ctx, start, specs)
 	versions := map[events.EngineType]string{}
 	pending := &Pending{setup: setup, first: 30 * time.Second, last: 5 * time.Minute}
 	for i, st := range statuses {
@@ -191,7 +204,7 @@ func Offer(ctx context.Context, setup Setup) (map[events.EngineType]engine.Facto
 			versions[st.Engine] = st.Installed
 		}
 		if st.State != Ready {
-			pending.specs, pending.states = append(pending.specs, table[i]), append(pending.states, st.State)
+			pending.specs, pending.states = append(pending.specs, specs[i]), append(pending.states, st.State)
 			if setup.Logger != nil {
 				setup.Logger.WarnContext(ctx, "engine not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)
 			}

@@ -125,6 +125,9 @@ type Setup struct {
 	// ProbeTimeout bounds each engine's version command; 0 means
 	// DefaultProbeTimeout.
 	ProbeTimeout time.Duration
+	// StartupProbeTimeout bounds them at a worker's start (Offer), so a
+	// slow CLI does not hold up the start; 0 means DefaultStartupProbeTimeout.
+	StartupProbeTimeout time.Duration
 }
 
 // SetupFromEnv returns the setup of a worker whose data dir is dataDir,

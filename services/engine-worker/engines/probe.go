@@ -25,6 +25,19 @@ const DefaultProbeTimeout = 2 * time.Minute
 // may well be installed and working, only slow to start.
 var ErrTimedOut = errors.New("did not answer in time")
 
+// DefaultStartupProbeTimeout is how long a worker's start waits for an
+// engine's version command (Offer) unless Setup.StartupProbeTimeout says
+// otherwise: an engine slower than that is offered a little later, once a
+// re-probe with the full ProbeTimeout finds it ready.
+const DefaultStartupProbeTimeout = 15 * time.Second
+
+func (s Setup) startupProbeTimeout() time.Duration {
+	if s.StartupProbeTimeout > 0 {
+		return s.StartupProbeTimeout
+	}
+	return DefaultStartupProbeTimeout
+}
+
 func (s Setup) probeTimeout() time.Duration {
 	if s.ProbeTimeout > 0 {
 		return s.ProbeTimeout

@@ -157,3 +157,27 @@ func TestDiagnoseChecksTheModelServer(t *testing.T) {
 		})
 	}
 }
+
+// A worker's start waits for no slow engine: Offer gives each version
+// command the start-up limit, leaves one that has not answered by then
+// pending as not responding, and the re-probe gets the full limit.
+func TestOfferDoesNotWaitForASlowEngine(t *testing.T) {
+	root := t.TempDir()
+	s := fakeSpec(nil)
+	writeAgent(t, root, s, "exec sleep 60")
+	setup := Setup{EnginesDir: root, ProbeTimeout: time.Minute, StartupProbeTimeout: 500 * time.Millisecond, Logger: logging.Discard()}
+	began := time.Now()
+	factories, _, pending := offerOf(context.Background(), setup, []Spec{s})
+	if took := time.Since(began); took > 30*time.Second {
+		t.Errorf("Offer took %v with a hanging engine, want it bounded by the start-up limit", took)
+	}
+	if _, ok := factories[s.Type]; ok {
+		t.Errorf("a hanging engine was offered")
+	}
+	if len(pending.specs) != 1 || pending.states[0] != NotResponding {
+		t.Fatalf("pending = %v %v, want the engine, not responding", pending.specs, pending.states)
+	}
+	if got := pending.setup.probeTimeout(); got != time.Minute {
+		t.Errorf("re-probes get %v, want the full probe timeout", got)
+	}
+}
