@@ -103,9 +103,8 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("add micro service: %w", err)
 	}
-	srv := svc.NewServer(ctx)
-	defer srv.Stop() // after the service stops taking requests
-	defer func() { _ = s.Stop() }()
+	srv := svc.NewServer(ctx, d.NATS, s) // stops the service when ctx ends
+	defer srv.Stop()
 	if err := a.endpoints(s, srv); err != nil {
 		return err
 	}

@@ -93,8 +93,7 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop()
-	srv := svc.NewServer(t.Context())
+	srv := svc.NewServer(t.Context(), w.nc, s)
 	defer srv.Stop()
 	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpPlan)
 	var asked events.PlanRequest

@@ -34,8 +34,7 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine service: %w", err)
 	}
-	srv := svc.NewServer(ctx)
-	defer srv.Stop()
+	srv := svc.NewServer(ctx, w.bus, s) // stops the service when ctx ends
 	w.vmu.Lock()
 	w.endpoints, w.server = s, srv
 	for typ := range w.versions {
@@ -50,7 +49,8 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 	w.vmu.Lock()
 	w.endpoints, w.server = nil, nil
 	w.vmu.Unlock()
-	return errors.Join(err, s.Stop())
+	srv.Stop()
+	return err
 }
 
 // addEndpoints serves typ's endpoints on w.endpoints; w.vmu is held.

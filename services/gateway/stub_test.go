@@ -59,8 +59,7 @@ func startStub(t *testing.T, nc *nats.Conn, js jetstream.JetStream) *stubStreamm
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = m.Stop() })
-	srv := svc.NewServer(t.Context())
+	srv := svc.NewServer(t.Context(), nc, m)
 	t.Cleanup(srv.Stop)
 	fail := func(err error) { t.Errorf("stub streammgr: %v", err) }
 	add := func(op string, h svc.Endpoint) {

@@ -30,8 +30,7 @@ func TestPromptPipelineExpandsSlashSkillsThroughArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop()
-	srv := svc.NewServer(t.Context())
+	srv := svc.NewServer(t.Context(), nc, s)
 	defer srv.Stop()
 	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpExpand)
 	err = s.AddEndpoint("expand", srv.Bind(svc.Handler(nil, func(_ context.Context, req events.ExpandRequest) (events.ExpandReply, error) {

@@ -34,9 +34,10 @@ func TestSlowSkillExpansionDoesNotHoldUpTheWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = s.Stop() }()
+	srv := svc.NewServer(ctx, nc, s)
+	defer srv.Stop()
 	expand, _ := events.ServiceSubject(events.ArtifactsService, events.OpExpand)
-	err = s.AddEndpoint("expand", svc.NewServer(ctx).Bind(svc.Handler(nil, func(ctx context.Context, req events.ExpandRequest) (events.ExpandReply, error) {
+	err = s.AddEndpoint("expand", srv.Bind(svc.Handler(nil, func(ctx context.Context, req events.ExpandRequest) (events.ExpandReply, error) {
 		asked <- struct{}{}
 		select {
 		case <-release:

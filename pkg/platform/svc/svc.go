@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -87,7 +88,9 @@ func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 	msg.Data = body
 	natstrace.Inject(ctx, msg.Header)
 	deadline, _ := ctx.Deadline()
-	msg.Header.Set(TimeoutHeader, strconv.FormatInt(max(time.Until(deadline).Milliseconds(), 0), 10))
+	// Rounded up, so the handler never gives up before the caller does.
+	left := (time.Until(deadline) + time.Millisecond - 1).Milliseconds()
+	msg.Header.Set(TimeoutHeader, strconv.FormatInt(max(left, 0), 10))
 	reply, err := nc.RequestMsgWithContext(ctx, msg)
 	switch {
 	case errors.Is(err, nats.ErrNoResponders):
@@ -159,22 +162,59 @@ func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, 
 }
 
 // Server owns the requests of one service. Each request runs in its own
-// goroutine under a context derived from the server's (it ends when the
-// service stops) and bounded by the caller's deadline (TimeoutHeader); Stop
-// waits for them.
+// goroutine under a context that carries the service context's values and
+// the caller's deadline (TimeoutHeader). When the service's context ends
+// (or Stop is called) the server shuts the service down gracefully: the
+// micro service stops taking requests first, so the other replicas get the
+// new ones; requests this process already received are still served; the
+// running ones get StopGrace to finish before their contexts are cancelled.
 type Server struct {
-	ctx context.Context
-	wg  sync.WaitGroup
+	nc      *nats.Conn
+	service micro.Service
+	reqs    context.Context // the parent of every request's context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	last    atomic.Int64 // when the latest request came in, in Unix nanoseconds
+
+	once    sync.Once
+	stopReq chan struct{}
+	done    chan struct{} // closed when the shutdown has finished
 
 	mu      sync.Mutex
 	stopped bool
 }
 
-// NewServer returns a Server whose requests end when ctx does.
-func NewServer(ctx context.Context) *Server { return &Server{ctx: ctx} }
+// StopGrace is how long a stopping server lets its running requests finish
+// before it cancels them.
+const StopGrace = 10 * time.Second
+
+// drainQuiet is how long after its unsubscription a stopping server waits
+// for requests that were already on their way to it. micro drains the
+// subscriptions without saying when they are empty, so the server waits
+// until none has come in for this long.
+const drainQuiet = 100 * time.Millisecond
+
+// NewServer returns the Server of service, which answers on nc. It shuts
+// the service down when ctx ends.
+func NewServer(ctx context.Context, nc *nats.Conn, service micro.Service) *Server {
+	return newServer(ctx, nc, service, StopGrace)
+}
+
+func newServer(ctx context.Context, nc *nats.Conn, service micro.Service, grace time.Duration) *Server {
+	reqs, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Server{nc: nc, service: service, reqs: reqs, cancel: cancel, stopReq: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.stopReq:
+		}
+		s.shutdown(grace)
+	}()
+	return s
+}
 
 // Bind returns the micro handler of e: up to MaxConcurrent of its requests
-// run at once. A request arriving once the service is stopping is answered
+// run at once. A request arriving once the server has stopped is answered
 // 503.
 func (s *Server) Bind(e Endpoint) micro.Handler {
 	sem := make(chan struct{}, MaxConcurrent)
@@ -193,21 +233,21 @@ func (s *Server) Bind(e Endpoint) micro.Handler {
 	})
 }
 
-// enter counts a request in, unless the service is stopping.
+// enter counts a request in, unless the server has stopped.
 func (s *Server) enter() bool {
+	s.last.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopped || s.ctx.Err() != nil {
+	if s.stopped {
 		return false
 	}
 	s.wg.Add(1)
 	return true
 }
 
-// serve runs e under the server's context, the caller's trace and the
-// caller's deadline.
+// serve runs e under the caller's trace and deadline.
 func (s *Server) serve(e Endpoint, r micro.Request) {
-	ctx := natstrace.Extract(s.ctx, nats.Header(r.Headers()))
+	ctx := natstrace.Extract(s.reqs, nats.Header(r.Headers()))
 	timeout, ok, err := callerTimeout(r.Headers().Get(TimeoutHeader))
 	if err != nil {
 		respondErr(r, Invalid("%v", err))
@@ -221,14 +261,39 @@ func (s *Server) serve(e Endpoint, r micro.Request) {
 	e(ctx, r)
 }
 
-// Stop refuses further requests and waits for the running ones, whose
-// contexts end with the server's. Call it once the service's context has
-// ended.
+// Stop shuts the service down, unless its context's end already has, and
+// returns once the last request has been answered.
 func (s *Server) Stop() {
+	s.once.Do(func() { close(s.stopReq) })
+	<-s.done
+}
+
+// shutdown stops the micro service, serves what was already sent to it,
+// and gives the running requests grace before cancelling them.
+func (s *Server) shutdown(grace time.Duration) {
+	defer close(s.done)
+	defer s.cancel()
+	deadline := time.Now().Add(grace)
+	_ = s.service.Stop() // unsubscribes, draining what the client holds
+	// Once the NATS server has the unsubscriptions nothing new is routed
+	// here; what it routed before is in the client's buffers, delivered in
+	// well under drainQuiet.
+	_ = s.nc.FlushTimeout(time.Until(deadline))
+	s.last.Store(time.Now().UnixNano())
+	for time.Since(time.Unix(0, s.last.Load())) < drainQuiet && time.Now().Before(deadline) {
+		time.Sleep(drainQuiet / 4)
+	}
 	s.mu.Lock()
 	s.stopped = true
 	s.mu.Unlock()
-	s.wg.Wait()
+	finished := make(chan struct{})
+	go func() { s.wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(time.Until(deadline)):
+		s.cancel()
+		<-finished
+	}
 }
 
 // callerTimeout reads TimeoutHeader: ok is false when the caller sent none.

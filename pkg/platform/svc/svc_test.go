@@ -31,8 +31,7 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Stop()
-	srv := svc.NewServer(t.Context())
+	srv := svc.NewServer(t.Context(), nc, s)
 	defer srv.Stop()
 	err = s.AddEndpoint("echo", srv.Bind(svc.Handler(func(e error) { internal = append(internal, e) },
 		func(ctx context.Context, req echoReq) (echoResp, error) {
@@ -100,13 +99,19 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 // its context to seen and then waits for it to end (20 s at most),
 // answering the cause.
 func serveWait(t *testing.T, ctx context.Context, nc *nats.Conn, seen chan<- context.Context) *svc.Server {
+	return serveWaitGrace(t, ctx, nc, seen, svc.StopGrace)
+}
+
+// serveWaitGrace is serveWait whose server gives running requests grace
+// when it stops.
+func serveWaitGrace(t *testing.T, ctx context.Context, nc *nats.Conn, seen chan<- context.Context, grace time.Duration) *svc.Server {
 	t.Helper()
 	s, err := micro.AddService(nc, micro.Config{Name: "demo", Version: "0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Stop() })
-	srv := svc.NewServer(ctx)
+	srv := svc.NewServerWithGrace(ctx, nc, s, grace)
+	t.Cleanup(srv.Stop)
 	err = s.AddEndpoint("wait", srv.Bind(svc.Handler(nil, func(ctx context.Context, _ echoReq) (echoResp, error) {
 		seen <- ctx
 		select {
@@ -159,13 +164,15 @@ func TestHandlerSeesTheCallersDeadline(t *testing.T) {
 	}
 }
 
-// A service that stops cancels the requests it is serving and Stop waits
-// for them; a request arriving afterwards is refused with a 503.
-func TestHandlerIsCancelledOnShutdown(t *testing.T) {
+// A service that stops lets the requests it is serving finish within its
+// grace, then cancels them, and Stop waits for them; a request arriving
+// afterwards finds no responder.
+func TestHandlerIsCancelledAfterTheGrace(t *testing.T) {
 	nc, _ := natstest.Connect(t, natstest.Start(t))
 	seen := make(chan context.Context, 1)
 	ctx, stop := context.WithCancel(t.Context())
-	srv := serveWait(t, ctx, nc, seen)
+	const grace = 500 * time.Millisecond
+	srv := serveWaitGrace(t, ctx, nc, seen, grace)
 
 	var reply echoResp
 	callErr := make(chan error, 1)
@@ -175,7 +182,16 @@ func TestHandlerIsCancelledOnShutdown(t *testing.T) {
 		callErr <- svc.Call(cctx, nc, "svc.demo.wait", echoReq{}, &reply)
 	}()
 	hctx := <-seen
+	stopped := time.Now()
 	stop()
+	select {
+	case <-hctx.Done():
+		if waited := time.Since(stopped); waited < grace {
+			t.Errorf("the running request was cancelled %v after the stop, before its grace of %v", waited, grace)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the running request was never cancelled")
+	}
 	srv.Stop() // returns only once the handler has
 	if !errors.Is(hctx.Err(), context.Canceled) {
 		t.Errorf("handler ctx err after shutdown = %v, want canceled", hctx.Err())
@@ -183,10 +199,9 @@ func TestHandlerIsCancelledOnShutdown(t *testing.T) {
 	if err := <-callErr; err != nil || reply.Greeting != context.Canceled.Error() {
 		t.Errorf("Call = %+v, %v; want the handler's answer after its cancellation", reply, err)
 	}
-	var apiErr *events.APIError
 	err := svc.Call(t.Context(), nc, "svc.demo.wait", echoReq{}, nil)
-	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable {
-		t.Errorf("Call after shutdown = %v, want a 503", err)
+	if !errors.Is(err, nats.ErrNoResponders) {
+		t.Errorf("Call after shutdown = %v, want no responders", err)
 	}
 }
 
