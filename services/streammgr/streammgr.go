@@ -77,6 +77,9 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
 	}
+	if err := natsx.RequireServer(ctx, d.NATS); err != nil {
+		return err
+	}
 	if err := DeclareStreams(ctx, js, cfg.Streams); err != nil {
 		return err
 	}

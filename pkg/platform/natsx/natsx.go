@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -99,4 +101,55 @@ func transient(ctx context.Context, err error) bool {
 		return ctx.Err() == nil
 	}
 	return false
+}
+
+// MinServerVersion is the oldest NATS server Clopen runs on: the EVENTS
+// consumer is pinned to one streammgr through a priority group, which came
+// with 2.11.
+const MinServerVersion = "2.11.0"
+
+// RequireServer waits until nc is connected (or ctx ends) and refuses a
+// server older than MinServerVersion, with a message that names both
+// versions, instead of the JetStream error a missing feature gives later
+// ("priority group is not supported for this consumer").
+func RequireServer(ctx context.Context, nc *nats.Conn) error {
+	for !nc.IsConnected() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("nats: not connected, so the server's version is unknown: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	have := nc.ConnectedServerVersion()
+	if !versionAtLeast(have, MinServerVersion) {
+		return fmt.Errorf("the NATS server at %s is version %s; Clopen needs %s or newer (JetStream priority groups)",
+			nc.ConnectedUrlRedacted(), have, MinServerVersion)
+	}
+	return nil
+}
+
+// versionAtLeast compares dotted versions numerically ("2.9.10" < "2.11.0");
+// a pre-release or build suffix of a part is ignored, and a part that is
+// not a number counts as 0.
+func versionAtLeast(have, want string) bool {
+	h, w := strings.Split(have, "."), strings.Split(want, ".")
+	for i := range max(len(h), len(w)) {
+		a, b := versionPart(h, i), versionPart(w, i)
+		if a != b {
+			return a > b
+		}
+	}
+	return true
+}
+
+func versionPart(parts []string, i int) int {
+	if i >= len(parts) {
+		return 0
+	}
+	p := parts[i]
+	if j := strings.IndexFunc(p, func(r rune) bool { return r < '0' || r > '9' }); j >= 0 {
+		p = p[:j]
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }
