@@ -4,6 +4,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -52,6 +53,12 @@ type Config struct {
 
 	ShutdownGrace time.Duration // how long clients get to leave after bye
 
+	// HTTP timeouts: reading a request (headers and body), writing its
+	// answer (longer than the slowest route, a structured generation), and
+	// an idle keep-alive connection. A WebSocket is exempt once upgraded;
+	// its pings and WSWriteTimeout bound it instead.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+
 	// StartTimeout bounds one attempt to start a turn in streammgr; a send
 	// tries twice before it answers 504 (zero: the bus's default).
 	StartTimeout time.Duration
@@ -68,6 +75,7 @@ func DefaultConfig() Config {
 		WSReadLimit: w.ReadLimit, WSQueueSize: w.QueueSize, WSSlowGrace: w.SlowGrace,
 		WSWriteTimeout: w.WriteTimeout, WSPingInterval: w.PingInterval,
 		ShutdownGrace: 2 * time.Second,
+		ReadTimeout:   time.Minute, WriteTimeout: 5 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
 }
 
@@ -110,7 +118,10 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		Store: store, Auth: authn, Chats: ch, Artifacts: arts, Live: hub, Health: d.Health.Handler(), Logger: d.Logger,
 		Engines: eng,
 	})
-	srv := &http.Server{Handler: rest.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	def := DefaultConfig()
+	srv := &http.Server{Handler: rest.Handler(), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: cmp.Or(cfg.ReadTimeout, def.ReadTimeout), WriteTimeout: cmp.Or(cfg.WriteTimeout, def.WriteTimeout),
+		IdleTimeout: cmp.Or(cfg.IdleTimeout, def.IdleTimeout)}
 	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })
 	defer d.Health.Remove(Name)
 

@@ -9,9 +9,11 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 
+	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/jsonnul"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
@@ -69,8 +71,14 @@ func raw(h http.Handler, out reflect.Type) endpoint {
 // cannot store).
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, dst any) error {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
-	if err != nil {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
 		return err
+	case errors.Is(err, os.ErrDeadlineExceeded): // the server's read timeout
+		return &events.APIError{Status: http.StatusRequestTimeout, Code: "timeout", Message: "request body: not received in time"}
+	case err != nil:
+		return apierr.New(apierr.ErrInvalid, "request body: could not be read: %v", err)
 	}
 	if len(bytes.TrimSpace(body)) == 0 {
 		return apierr.New(apierr.ErrInvalid, "request body: empty, want a JSON object")
