@@ -50,6 +50,10 @@ type Config struct {
 	// WSOrigins lists browser origins, besides the gateway's own host, that
 	// may open a WebSocket (host patterns, as websocket.AcceptOptions).
 	WSOrigins []string
+	// WSMaxPerKey and WSMaxPerTenant cap the WebSockets open at once with
+	// one API key and in one tenant (CLOPEN_WS_MAX_PER_KEY,
+	// CLOPEN_WS_MAX_PER_TENANT); one more is refused with 429.
+	WSMaxPerKey, WSMaxPerTenant int
 
 	ShutdownGrace time.Duration // how long clients get to leave after bye
 
@@ -74,6 +78,7 @@ func DefaultConfig() Config {
 		RateLimit: a.Rate, RateBurst: a.Burst,
 		WSReadLimit: w.ReadLimit, WSQueueSize: w.QueueSize, WSSlowGrace: w.SlowGrace,
 		WSWriteTimeout: w.WriteTimeout, WSPingInterval: w.PingInterval,
+		WSMaxPerKey: w.MaxPerKey, WSMaxPerTenant: w.MaxPerTenant,
 		ShutdownGrace: 2 * time.Second,
 		ReadTimeout:   time.Minute, WriteTimeout: 5 * time.Minute, IdleTimeout: 2 * time.Minute,
 	}
@@ -110,6 +115,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	hub, err := live.New(live.Config{
 		ReadLimit: cfg.WSReadLimit, QueueSize: cfg.WSQueueSize, SlowGrace: cfg.WSSlowGrace, WriteTimeout: cfg.WSWriteTimeout,
 		PingInterval: cfg.WSPingInterval, MaxPromptBytes: cfg.MaxPromptBytes, OriginPatterns: cfg.WSOrigins,
+		MaxPerKey: cfg.WSMaxPerKey, MaxPerTenant: cfg.WSMaxPerTenant,
 	}, live.Deps{NATS: d.NATS, Chats: ch, Artifacts: arts, Engines: eng, Projects: store, Limiter: authn, Logger: d.Logger})
 	if err != nil {
 		return fmt.Errorf("websocket hub: %w", err)
@@ -157,7 +163,8 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 // Serve runs the gateway as its own process, configured from the
 // environment: CLOPEN_HTTP_ADDR (listen address), CLOPEN_RATE_LIMIT and
 // CLOPEN_RATE_BURST (per-key budget), CLOPEN_WS_ORIGINS (comma-separated
-// browser origins allowed to open a WebSocket).
+// browser origins allowed to open a WebSocket), CLOPEN_WS_MAX_PER_KEY and
+// CLOPEN_WS_MAX_PER_TENANT (open WebSockets at once).
 func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
@@ -189,6 +196,15 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 			return cfg, fmt.Errorf("CLOPEN_RATE_BURST: want a positive integer, not %q", v)
 		}
 		cfg.RateBurst = n
+	}
+	for name, dst := range map[string]*int{"CLOPEN_WS_MAX_PER_KEY": &cfg.WSMaxPerKey, "CLOPEN_WS_MAX_PER_TENANT": &cfg.WSMaxPerTenant} {
+		if v := getenv(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return cfg, fmt.Errorf("%s: want a positive integer, not %q", name, v)
+			}
+			*dst = n
+		}
 	}
 	if v := getenv("CLOPEN_WS_ORIGINS"); v != "" {
 		for _, o := range strings.Split(v, ",") {

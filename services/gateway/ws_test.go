@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/gateway"
 	"clopen.dev/services/gateway/api"
 )
 
@@ -184,5 +186,57 @@ func TestSkillsPickerOverWebSocket(t *testing.T) {
 	defer cb.Close()
 	if av, err := cb.AvailableSkills(ctx, b.session.ID, "", nil); err != nil || len(av) != 0 {
 		t.Errorf("B's picker = %+v, %v; want empty", av, err)
+	}
+}
+
+// One key, and one tenant, can hold only so many sockets at once: one more
+// is refused with 429 saying why, a socket closed makes room, and other
+// tenants are not affected.
+func TestWebSocketCapsPerKeyAndTenant(t *testing.T) {
+	e := newEnv(t, func(c *gateway.Config) { c.WSMaxPerKey, c.WSMaxPerTenant = 2, 3 })
+	a := e.newTenant(t, "acme")
+	b := e.newTenant(t, "bolt")
+	ctx := context.Background()
+	ws := strings.Replace(e.url, "http", "ws", 1) + "/v1/ws?access_token="
+	dial := func(key string) (*websocket.Conn, int, string) {
+		t.Helper()
+		conn, resp, err := websocket.Dial(ctx, ws+key, nil)
+		if err == nil {
+			t.Cleanup(func() { conn.CloseNow() })
+			return conn, http.StatusSwitchingProtocols, ""
+		}
+		if resp == nil {
+			t.Fatalf("dial: %v", err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		return nil, resp.StatusCode, string(body)
+	}
+	m1, _, _ := dial(a.member.key)
+	if _, code, _ := dial(a.member.key); code != http.StatusSwitchingProtocols {
+		t.Fatalf("second socket of a key: %d", code)
+	}
+	if _, code, body := dial(a.member.key); code != http.StatusTooManyRequests || !strings.Contains(body, "API key has 2 WebSockets open") {
+		t.Errorf("third socket of a key = %d %s, want 429 naming the key's limit", code, body)
+	}
+	if _, code, _ := dial(a.admin.key); code != http.StatusSwitchingProtocols {
+		t.Fatalf("another key of the tenant: %d", code)
+	}
+	if _, code, body := dial(a.admin.key); code != http.StatusTooManyRequests || !strings.Contains(body, "tenant has 3 WebSockets open") {
+		t.Errorf("fourth socket of a tenant = %d %s, want 429 naming the tenant's limit", code, body)
+	}
+	if _, code, _ := dial(b.member.key); code != http.StatusSwitchingProtocols {
+		t.Errorf("another tenant's socket: %d, want it open", code)
+	}
+	m1.Close(websocket.StatusNormalClosure, "")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, code, _ := dial(a.member.key)
+		if code == http.StatusSwitchingProtocols {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a closed socket did not make room: still %d", code)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

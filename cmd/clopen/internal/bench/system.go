@@ -73,7 +73,7 @@ func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	}
 	services := []svc{{"streammgr", nil}, {"artifacts", nil}, {"mcp-bridge", nil},
 		// One API key drives every simulated client: lift its rate limit.
-		{"gateway", []string{fmt.Sprintf("CLOPEN_HTTP_ADDR=127.0.0.1:%d", httpPort), "CLOPEN_RATE_LIMIT=1000000", "CLOPEN_RATE_BURST=1000000"}}}
+		{"gateway", []string{fmt.Sprintf("CLOPEN_HTTP_ADDR=127.0.0.1:%d", httpPort), "CLOPEN_RATE_LIMIT=1000000", "CLOPEN_RATE_BURST=1000000", "CLOPEN_WS_MAX_PER_KEY=1000000", "CLOPEN_WS_MAX_PER_TENANT=1000000"}}}
 	for i := range max(cfg.Workers, 1) {
 		// The runs are scripted: an empty engines dir keeps the worker from
 		// checking (starting) every installed agent CLI while the baseline

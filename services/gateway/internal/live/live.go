@@ -12,6 +12,7 @@ package live
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -49,12 +50,16 @@ type Config struct {
 	// OriginPatterns lists the browser origins besides the gateway's own
 	// host that may open a socket (see websocket.AcceptOptions).
 	OriginPatterns []string
+	// MaxPerKey and MaxPerTenant cap the sockets open at once with one API
+	// key and in one tenant; one more is refused with 429.
+	MaxPerKey, MaxPerTenant int
 }
 
-// DefaultConfig returns 1 MiB frames, 4096-frame queues and a 30 s ping.
+// DefaultConfig returns 1 MiB frames, 4096-frame queues, a 30 s ping, and
+// at most 32 sockets per key and 512 per tenant.
 func DefaultConfig() Config {
 	return Config{ReadLimit: 1 << 20, QueueSize: 4096, SlowGrace: 2 * time.Second, WriteTimeout: 10 * time.Second,
-		PingInterval: 30 * time.Second, MaxPromptBytes: 256 << 10}
+		PingInterval: 30 * time.Second, MaxPromptBytes: 256 << 10, MaxPerKey: 32, MaxPerTenant: 512}
 }
 
 // Chats is what the socket asks streammgr, access-checked (see chats.Chats).
@@ -110,9 +115,11 @@ type Hub struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	stopping chan struct{} // closed by Close: connections say bye
-	mu       sync.Mutex    // orders wg.Add after Close has begun
+	mu       sync.Mutex    // orders wg.Add after Close has begun; guards the counts
 	closed   bool
 	wg       sync.WaitGroup
+	perKey   map[string]int // open sockets by API key
+	perTen   map[string]int // and by tenant
 
 	open, slow, maxDepth atomic.Int64
 }
@@ -138,12 +145,19 @@ func New(cfg Config, d Deps) (*Hub, error) {
 	if cfg.MaxPromptBytes <= 0 {
 		cfg.MaxPromptBytes = def.MaxPromptBytes
 	}
+	if cfg.MaxPerKey <= 0 {
+		cfg.MaxPerKey = def.MaxPerKey
+	}
+	if cfg.MaxPerTenant <= 0 {
+		cfg.MaxPerTenant = def.MaxPerTenant
+	}
 	js, err := jetstream.New(d.NATS)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Hub{cfg: cfg, d: d, js: js, ctx: ctx, cancel: cancel, stopping: make(chan struct{})}, nil
+	return &Hub{cfg: cfg, d: d, js: js, ctx: ctx, cancel: cancel, stopping: make(chan struct{}),
+		perKey: map[string]int{}, perTen: map[string]int{}}, nil
 }
 
 // Stats returns the hub's counters.
@@ -174,6 +188,32 @@ func (h *Hub) Close(grace time.Duration) {
 	<-done
 }
 
+// overLimit says why p may not open another socket, or "" if it may; h.mu
+// is held.
+func (h *Hub) overLimit(p identity.Principal) string {
+	switch {
+	case h.perKey[p.KeyID] >= h.cfg.MaxPerKey:
+		return fmt.Sprintf("this API key has %d WebSockets open, the most it may; close one first", h.perKey[p.KeyID])
+	case h.perTen[p.TenantID] >= h.cfg.MaxPerTenant:
+		return fmt.Sprintf("this tenant has %d WebSockets open, the most it may; close one first", h.perTen[p.TenantID])
+	}
+	return ""
+}
+
+// release counts p's socket out.
+func (h *Hub) release(p identity.Principal) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	countOut(h.perKey, p.KeyID)
+	countOut(h.perTen, p.TenantID)
+}
+
+func countOut(m map[string]int, k string) {
+	if m[k]--; m[k] <= 0 {
+		delete(m, k)
+	}
+}
+
 // ServeWS upgrades an authenticated request and serves the connection until
 // either side closes it or the hub does.
 func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request, p identity.Principal) {
@@ -183,9 +223,19 @@ func (h *Hub) ServeWS(w http.ResponseWriter, r *http.Request, p identity.Princip
 		http.Error(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	if refusal := h.overLimit(p); refusal != "" {
+		h.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": "too_many_connections", "message": refusal}})
+		return
+	}
+	h.perKey[p.KeyID]++
+	h.perTen[p.TenantID]++
 	h.wg.Add(1)
 	h.mu.Unlock()
 	defer h.wg.Done()
+	defer h.release(p)
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.cfg.OriginPatterns})
 	if err != nil {
 		return // Accept has answered the request
