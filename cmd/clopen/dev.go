@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"clopen.dev/cmd/clopen/internal/stack"
+	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/privatepg"
 	"clopen.dev/pkg/platform/servekit"
@@ -91,8 +92,10 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	}
 	defer func() { _ = tel.Shutdown(context.Background()) }()
 	st, err := stack.Start(ctx, stack.Config{Dir: dir, NATSPort: natsPort, DatabaseURL: dbURL, HTTP: ln, Logger: logger,
-		Engines:   &setup,
-		Artifacts: artifacts.Config{DataDir: dir, MasterKey: getenv("CLOPEN_MASTER_KEY"), RealHome: getenv("CLOPEN_ARTIFACTS_REAL_HOME")}})
+		Engines: &setup,
+		Artifacts: artifacts.Config{DataDir: dir, MasterKey: getenv("CLOPEN_MASTER_KEY"), RealHome: getenv("CLOPEN_ARTIFACTS_REAL_HOME"),
+			// One developer's machine: a provider may name a model server of its own.
+			Egress: egress.Policy{Allow: egress.ParseAllow(devProviderAllow + "," + getenv(artifacts.EnvProviderAllow))}}})
 	if err != nil {
 		ln.Close()
 		return err
@@ -200,3 +203,8 @@ func devDatabase(ctx context.Context, getenv func(string) string, dir string, lo
 		}
 	}, nil
 }
+
+// devProviderAllow are the hosts `clopen dev` lets a provider's apiUrl name
+// besides public https endpoints: the machine's own, where a local model
+// server or fakellm listens.
+const devProviderAllow = "127.0.0.1,localhost,::1"

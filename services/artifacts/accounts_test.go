@@ -164,3 +164,33 @@ func TestRotateKeyReplacesTheKeyFile(t *testing.T) {
 		t.Errorf("rotating from a key that did not seal the data = %v, want ErrWrongKey", err)
 	}
 }
+
+// A provider's apiUrl is where the worker will send the tenant's turns, so
+// it may not name the worker's own loopback services, the private network
+// or the metadata endpoint, and plain http only to hosts the operator
+// allows; creating and updating are both checked.
+func TestProviderURLsMustBePublic(t *testing.T) {
+	e := start(t)
+	c := newCaller()
+	put := func(p events.Provider) error {
+		return e.call(events.OpProvidersPut, events.ProviderPut{Caller: c, Provider: p}, nil)
+	}
+	for _, u := range []string{
+		"http://127.0.0.1:8421/metrics", "https://127.0.0.1:4222", "https://localhost/v1", "https://[::1]/",
+		"https://169.254.169.254/latest/meta-data/", "https://10.0.0.5/v1", "http://llm.example/v1",
+		"https://key:secret@llm.example/v1", "file:///etc/passwd",
+	} {
+		err := put(events.Provider{Engine: events.EngineCodex, Slug: "p", Name: "P", APIURL: u})
+		var apiErr *events.APIError
+		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || !strings.Contains(apiErr.Message, "apiUrl") {
+			t.Errorf("provider with apiUrl %q: %v, want a 400 about the apiUrl", u, err)
+		}
+	}
+	var prov events.Provider
+	e.must(events.OpProvidersPut, events.ProviderPut{Caller: c, Provider: events.Provider{Engine: events.EngineCodex, Slug: "ok", Name: "OK",
+		APIURL: "https://llm.example/v1"}}, &prov)
+	prov.APIURL = "http://127.0.0.1:9/v1"
+	if err := put(prov); err == nil {
+		t.Error("an update to a loopback apiUrl was accepted")
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/artifacts/internal/skills"
 	"clopen.dev/services/artifacts/internal/store"
@@ -22,6 +23,7 @@ type api struct {
 	log      *slog.Logger
 	st       *store.Store
 	realHome string
+	egress   egress.Policy
 }
 
 // endpoints registers every operation, served by srv; the op list is the
@@ -231,6 +233,9 @@ func (a *api) listProviders(ctx context.Context, t string, _ events.ListRequest)
 }
 
 func (a *api) putProvider(ctx context.Context, t string, r events.ProviderPut) (events.Provider, error) {
+	if err := a.egress.CheckURL(ctx, r.Provider.APIURL); err != nil {
+		return events.Provider{}, svc.Invalid("%v", err)
+	}
 	p, _, err := a.st.PutProvider(ctx, t, r.Provider)
 	return p, err
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/pkg/platform/svc"
@@ -45,7 +46,15 @@ type Config struct {
 	RealHome string
 	// Replicas of the bucket it declares.
 	Replicas int
+	// Egress is what a provider's apiUrl may name: public https endpoints,
+	// and the hosts of CLOPEN_PROVIDER_ALLOW over http or on private
+	// addresses.
+	Egress egress.Policy
 }
+
+// EnvProviderAllow lists, comma-separated, the hosts a provider's apiUrl
+// may name over plain http or on a private, loopback or link-local address.
+const EnvProviderAllow = "CLOPEN_PROVIDER_ALLOW"
 
 // DefaultConfig returns the configuration `clopen dev` uses, less DataDir.
 func DefaultConfig() Config { return Config{Replicas: 1} }
@@ -60,6 +69,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	}
 	cfg.MasterKey = getenv(seal.EnvKey)
 	cfg.RealHome = getenv("CLOPEN_ARTIFACTS_REAL_HOME")
+	cfg.Egress.Allow = egress.ParseAllow(getenv(EnvProviderAllow))
 	return cfg
 }
 
@@ -90,7 +100,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	}
 	a := &api{log: d.Logger, st: &store.Store{DB: d.DB, Key: key,
 		Docs: &store.Docs{Root: filepath.Join(cfg.DataDir, "artifacts"), Adoptable: adoptable(cfg.RealHome)}},
-		realHome: cfg.RealHome}
+		realHome: cfg.RealHome, egress: cfg.Egress}
 	a.st.OnChange = func(ctx context.Context, tenant string, rev int64) { a.publish(ctx, kv, tenant, rev) }
 	// A fresh bucket (a new NATS, a lost volume) learns every revision again.
 	if revs, err := a.st.Revisions(ctx); err == nil {
