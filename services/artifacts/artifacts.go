@@ -15,7 +15,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -41,6 +43,11 @@ type Config struct {
 	DataDir string
 	// MasterKey is CLOPEN_MASTER_KEY: 32 bytes as base64 or hex.
 	MasterKey string
+	// RequireKey refuses to start without MasterKey instead of keeping a
+	// generated key in DataDir: replicas must share one key, and a key
+	// that lives in one container's disk is lost with it. Set for the
+	// standalone service; `clopen dev` keeps its key in its data dir.
+	RequireKey bool
 	// RealHome is the home whose engine dirs (~/.claude/skills...) detect
 	// scans and adopt links from; empty disables adoption (hosted).
 	RealHome string
@@ -68,6 +75,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		cfg.DataDir = filepath.Join(os.TempDir(), "clopen-data")
 	}
 	cfg.MasterKey = getenv(seal.EnvKey)
+	cfg.RequireKey = true
 	cfg.RealHome = getenv("CLOPEN_ARTIFACTS_REAL_HOME")
 	cfg.Egress.Allow = egress.ParseAllow(getenv(EnvProviderAllow))
 	return cfg
@@ -86,9 +94,16 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if cfg.DataDir == "" {
 		return fmt.Errorf("artifacts: Config.DataDir is required")
 	}
+	if cfg.RequireKey && cfg.MasterKey == "" {
+		return fmt.Errorf("artifacts: %s is not set: every artifacts replica needs the same master key, "+
+			"32 random bytes as base64 (`openssl rand -base64 32`), from a secret", seal.EnvKey)
+	}
 	key, err := seal.Load(cfg.MasterKey, cfg.DataDir)
 	if err != nil {
 		return fmt.Errorf("artifacts master key: %w", err)
+	}
+	if err := checkKey(ctx, d.DB, key); err != nil {
+		return err
 	}
 	js, err := jetstream.New(d.NATS)
 	if err != nil {
@@ -123,6 +138,27 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	d.Logger.InfoContext(ctx, Name+" ready", "key_fingerprint", key.Fingerprint())
 	<-ctx.Done()
 	return nil
+}
+
+// checkKey refuses to serve with a key other than the one the stored
+// credentials are sealed with: this replica could open none of them, and
+// would seal new ones that the other replicas cannot open.
+func checkKey(ctx context.Context, db *pgxpool.Pool, key *seal.Key) error {
+	others, err := (&store.Store{DB: db}).SealedWithOtherKeys(ctx, key.Fingerprint())
+	if err != nil {
+		return err
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	var list []string
+	for fp, n := range others {
+		list = append(list, fmt.Sprintf("%d with key %s", n, fp))
+	}
+	slices.Sort(list)
+	return fmt.Errorf("artifacts: this replica's master key is %s, but stored credentials are sealed with another (%s): "+
+		"every replica needs the same %s; after `clopen admin rotate-key`, give every replica the new one",
+		key.Fingerprint(), strings.Join(list, ", "), seal.EnvKey)
 }
 
 // publish puts a tenant's revision in the bucket; a failure is logged and

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"math"
@@ -71,7 +73,9 @@ func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 		name string
 		env  []string
 	}
-	services := []svc{{"streammgr", nil}, {"artifacts", nil}, {"mcp-bridge", nil},
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails (crypto/rand)
+	services := []svc{{"streammgr", nil}, {"artifacts", []string{"CLOPEN_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key)}}, {"mcp-bridge", nil},
 		// One API key drives every simulated client: lift its rate limit.
 		{"gateway", []string{fmt.Sprintf("CLOPEN_HTTP_ADDR=127.0.0.1:%d", httpPort), "CLOPEN_RATE_LIMIT=1000000", "CLOPEN_RATE_BURST=1000000", "CLOPEN_WS_MAX_PER_KEY=1000000", "CLOPEN_WS_MAX_PER_TENANT=1000000"}}}
 	for i := range max(cfg.Workers, 1) {

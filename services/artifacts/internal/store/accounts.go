@@ -303,3 +303,28 @@ func RotateKey(ctx context.Context, db pgx.Tx, old, next *seal.Key) (int, error)
 	}
 	return n, nil
 }
+
+// SealedWithOtherKeys counts, by key fingerprint, the stored credentials
+// sealed with a key other than fingerprint: a replica that finds any runs
+// with a key the others do not share, and could open none of them.
+func (s *Store) SealedWithOtherKeys(ctx context.Context, fingerprint string) (map[string]int, error) {
+	rows, err := s.DB.Query(ctx, `SELECT key_fingerprint, count(*) FROM artifacts.engine_accounts
+		WHERE credential IS NOT NULL AND key_fingerprint IS DISTINCT FROM $1 GROUP BY 1`, fingerprint)
+	if err != nil {
+		return nil, fmt.Errorf("credential keys: %w", err)
+	}
+	out := map[string]int{}
+	var fp *string
+	var n int
+	if _, err := pgx.ForEachRow(rows, []any{&fp, &n}, func() error {
+		name := "(none)"
+		if fp != nil {
+			name = *fp
+		}
+		out[name] = n
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("credential keys: %w", err)
+	}
+	return out, nil
+}
