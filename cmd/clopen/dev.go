@@ -75,6 +75,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	defer stopDB()
 
 	setup := engines.SetupFromEnv(dir, getenv, logger)
+	setup.OperatorCredentials = true // one user, on the developer's own keys
 	if *withFakeLLM {
 		url, stopLLM, err := fakellm.New(fakellm.Config{Logger: logger}).Start("127.0.0.1:0")
 		if err != nil {

@@ -28,8 +28,8 @@ var ErrNoAccount = errors.New("no such engine account")
 
 // account finds the tenant account a process of (tenant, id) runs with. ok
 // is false when the tenant has no account for typ and named none: the
-// worker's own credentials (its environment) serve it then, unless the
-// setup admits tenants' accounts only. A named account that is not the
+// worker's own credentials (its environment) serve it then if the setup
+// lends them, else the run needs an account. A named account that is not the
 // tenant's is an error, never a fallback.
 func (s Setup) account(ctx context.Context, tenant string, typ events.EngineType, id string) (events.ResolvedAccount, bool, error) {
 	if s.Accounts == nil || tenant == "" {
@@ -45,7 +45,7 @@ func (s Setup) account(ctx context.Context, tenant string, typ events.EngineType
 	case errors.Is(err, ErrNoAccount) && id != "":
 		return acc, false, &engine.Error{Kind: events.KindNeedsAccount,
 			Msg: fmt.Sprintf("account %s is not one of this tenant's %s accounts", id, typ)}
-	case errors.Is(err, ErrNoAccount) && s.TenantAccountsOnly:
+	case errors.Is(err, ErrNoAccount) && !s.OperatorCredentials:
 		return acc, false, &engine.Error{Kind: events.KindNeedsAccount,
 			Msg: fmt.Sprintf("this tenant has no %s account: add a provider and an account for %s (POST /v1/providers, then /v1/providers/{id}/accounts)", typ, typ)}
 	case errors.Is(err, ErrNoAccount):

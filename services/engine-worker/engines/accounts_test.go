@@ -42,7 +42,7 @@ func TestRunsUseTheirTenantsAccount(t *testing.T) {
 		"t1/gemini": {{AccountID: "g1", Credential: "AIza-tenant"}},
 	}
 	env := map[string]string{"ANTHROPIC_API_KEY": "sk-operator"}
-	setup := Setup{Accounts: accounts, Getenv: func(k string) string { return env[k] }}
+	setup := Setup{Accounts: accounts, Getenv: func(k string) string { return env[k] }, OperatorCredentials: true}
 	claudeFor := func(s Setup, tenant, id string) (claude.Credential, error) {
 		return claudeAccounts{s}.Credential(ctx, tenant, id)
 	}
@@ -55,7 +55,7 @@ func TestRunsUseTheirTenantsAccount(t *testing.T) {
 		{"named account, an OAuth token", "t1", "a2", claude.Credential{OAuthToken: "sk-ant-oat01-xyz"}, ""},
 		{"account without a credential", "t1", "a3", claude.Credential{}, events.KindNeedsAccount},
 		{"another tenant's account", "t2", "a1", claude.Credential{}, events.KindNeedsAccount},
-		{"no account: the worker's own", "t2", "", claude.Credential{APIKey: "sk-operator"}, ""},
+		{"no account: the worker's own, lent", "t2", "", claude.Credential{APIKey: "sk-operator"}, ""},
 		{"artifacts down", "down", "", claude.Credential{}, events.KindInternal},
 	}
 	for _, tt := range tests {
@@ -73,13 +73,17 @@ func TestRunsUseTheirTenantsAccount(t *testing.T) {
 		})
 	}
 
+	// By default the operator's key serves no tenant.
 	only := setup
-	only.TenantAccountsOnly = true
+	only.OperatorCredentials = false
 	if _, err := claudeFor(only, "t2", ""); engine.KindOf(err) != events.KindNeedsAccount {
-		t.Errorf("tenant accounts only, tenant without one: err = %v, want needs-account", err)
+		t.Errorf("operator credentials not lent, tenant without an account: err = %v, want needs-account", err)
 	}
 	if got, err := claudeFor(only, "t1", ""); err != nil || got.APIKey != "sk-ant-api-1" {
-		t.Errorf("tenant accounts only, tenant with one: %+v, %v", got, err)
+		t.Errorf("operator credentials not lent, tenant with an account: %+v, %v", got, err)
+	}
+	if fromEnv := SetupFromEnv(t.TempDir(), func(k string) string { return env[k] }, nil); fromEnv.OperatorCredentials {
+		t.Errorf("a worker configured from its environment lends its own credentials without %s=1", EnvOperatorCredentials)
 	}
 
 	// The mock LLM override wins over every provider address; keys stay the tenant's.

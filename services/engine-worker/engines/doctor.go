@@ -83,7 +83,7 @@ func (s Spec) withAccount(ctx context.Context, setup Setup, st Status) Status {
 	if s.Account != nil {
 		err := s.Account(ctx, setup)
 		switch {
-		case setup.Accounts != nil && (err != nil || setup.TenantAccountsOnly):
+		case setup.Accounts != nil && (err != nil || !setup.OperatorCredentials):
 			// Tenants bring their own accounts; the worker lends none.
 			st.State, st.Message = Ready, fmt.Sprintf("%s %s is ready for tenants with a %s account", s.Type, st.Installed, s.Type)
 			return st

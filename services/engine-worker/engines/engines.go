@@ -115,11 +115,14 @@ type Setup struct {
 	LLMBaseURL string
 	// Accounts, when set, gives each engine process its tenant's account
 	// (the named one, else the tenant's active one); a tenant without one
-	// runs on the worker's own credentials unless TenantAccountsOnly.
+	// gets needs-account, unless OperatorCredentials.
 	Accounts Accounts
-	// TenantAccountsOnly refuses the worker's own credentials to tenants
-	// (CLOPEN_TENANT_ACCOUNTS_ONLY=1): every tenant brings its accounts.
-	TenantAccountsOnly bool
+	// OperatorCredentials lends the worker's own credentials (its
+	// environment) to tenants without an account of their own
+	// (CLOPEN_OPERATOR_CREDENTIALS=1). Off by default: an operator's key
+	// serves tenants only when the operator says so. `clopen dev` turns it
+	// on for its one user.
+	OperatorCredentials bool
 	// Logger gets the adapters' diagnostics.
 	Logger *slog.Logger
 	// ProbeTimeout bounds each engine's version command; 0 means
@@ -130,11 +133,15 @@ type Setup struct {
 	StartupProbeTimeout time.Duration
 }
 
+// EnvOperatorCredentials, set to 1, lends the worker's own credentials to
+// tenants without an account.
+const EnvOperatorCredentials = "CLOPEN_OPERATOR_CREDENTIALS"
+
 // SetupFromEnv returns the setup of a worker whose data dir is dataDir,
 // reading CLOPEN_ENGINES_DIR and credentials from getenv.
 func SetupFromEnv(dataDir string, getenv func(string) string, logger *slog.Logger) Setup {
 	return Setup{DataDir: dataDir, EnginesDir: getenv("CLOPEN_ENGINES_DIR"), Getenv: getenv, Logger: logger,
-		TenantAccountsOnly: getenv("CLOPEN_TENANT_ACCOUNTS_ONLY") == "1"}
+		OperatorCredentials: getenv(EnvOperatorCredentials) == "1"}
 }
 
 // DefaultDataDir is Clopen's data dir as `clopen` finds it: $CLOPEN_DATA,

@@ -23,6 +23,7 @@ func engineSetup(t *testing.T, typ events.EngineType) (*engines.Setup, *fakellm.
 	t.Helper()
 	setup := engines.SetupFromEnv(t.TempDir(), os.Getenv, nil)
 	setup.EnginesDir = engines.SetupFromEnv(engines.DefaultDataDir(os.Getenv), os.Getenv, nil).Root()
+	setup.OperatorCredentials = true // tenants without an account run on the fakellm's
 	spec, _ := engines.Lookup(typ)
 	if v, err := spec.InstalledVersion(context.Background(), setup.Root()); err != nil || v != spec.Version {
 		msg := string(typ) + " " + spec.Version + " is not installed in " + setup.Root() + ": run `go run ./cmd/clopen engines install " + string(typ) + "`"
