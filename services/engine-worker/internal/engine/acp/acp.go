@@ -169,7 +169,7 @@ func New(cfg Config, key engine.Key) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{cfg: cfg, p: cfg.Profile, key: key, home: stateDir(cfg.StateDir, key.Tenant, key.Account),
+	return &Engine{cfg: cfg, p: cfg.Profile, key: key, home: engine.StateDir(cfg.StateDir, key.Tenant, key.Account),
 		log:  log.With("engine", cfg.Profile.Type, "tenant", key.Tenant),
 		idle: map[string][]*agent{}, busy: map[*agent]struct{}{}, owner: map[string]*agent{}, inTurn: map[string]chan struct{}{}}
 }
@@ -223,7 +223,7 @@ func ReadVersion(ctx context.Context, bin string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath), "HOME=" + os.TempDir()}
+	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), engine.DefaultPath), "HOME=" + os.TempDir()}
 	out, err := cmd.Output()
 	if err != nil {
 		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("%s --version: %v", bin, err), Err: err}
@@ -260,25 +260,4 @@ func (e *Engine) Dispose(ctx context.Context) error {
 	wg.Add(1)
 	go func() { defer wg.Done(); e.bg.Wait() }()
 	return engine.Wait(ctx, &wg)
-}
-
-// defaultPath is the agent's PATH when the worker has none.
-const defaultPath = "/usr/local/bin:/usr/bin:/bin"
-
-// stateDir is the HOME of the instance of tenant and account under root.
-func stateDir(root, tenant, account string) string {
-	return filepath.Join(root, pathToken(tenant, "_"), pathToken(account, "default"))
-}
-
-// pathToken makes s safe as one path element.
-func pathToken(s, empty string) string {
-	if s == "" {
-		return empty
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, strings.ReplaceAll(s, "..", "__"))
 }

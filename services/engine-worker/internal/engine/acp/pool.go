@@ -57,7 +57,7 @@ func (e *Engine) command(home string, cred Credential, model, workspace string, 
 		return launch{}, fmt.Errorf("%s settings: %w", e.p.Name, err)
 	}
 	env := []string{
-		"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath),
+		"PATH=" + cmp.Or(os.Getenv("PATH"), engine.DefaultPath),
 		"HOME=" + home,
 		"LANG=" + cmp.Or(os.Getenv("LANG"), "C.UTF-8"),
 		"TMPDIR=" + os.TempDir(),

@@ -92,7 +92,7 @@ var (
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
 	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
-	e := &Engine{cfg: cfg, key: key, home: stateDir(cfg.StateDir, key.Tenant, key.Account)}
+	e := &Engine{cfg: cfg, key: key, home: engine.StateDir(cfg.StateDir, key.Tenant, key.Account)}
 	e.CLI = engine.NewCLI(engine.CLIConfig[*proc]{Engine: events.EngineClaudeCode, Key: key, Logger: cfg.Logger,
 		IdleTimeout: cfg.IdleTimeout,
 		// The old process exits before its spare starts, so its session

@@ -43,21 +43,3 @@ func environ(home string, c Credential, maxRetries int) []string {
 	}
 	return env
 }
-
-// stateDir is the HOME of the instance of tenant and account under root.
-func stateDir(root, tenant, account string) string {
-	return filepath.Join(root, pathToken(tenant, "_"), pathToken(account, "default"))
-}
-
-// pathToken makes s safe as one path element.
-func pathToken(s, empty string) string {
-	if s == "" {
-		return empty
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, strings.ReplaceAll(s, "..", "__"))
-}
