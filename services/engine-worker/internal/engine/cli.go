@@ -143,10 +143,13 @@ func (v VersionCommand) Read(ctx context.Context) (string, error) {
 	return found, nil
 }
 
-// Credentials gives an adapter's processes their credentials (C), asked
-// once per process start for the instance's tenant and account.
-// Implementations are safe for concurrent use; an error of kind
-// events.KindNeedsAccount says nothing is configured.
+// Credentials is the seam through which the worker gives an adapter's
+// processes their credentials (C), asked once per process start for the
+// instance's tenant and account. Today the worker answers from its own
+// environment (each adapter's EnvCredentials); engine accounts kept by the
+// artifacts service will answer here later. Implementations are safe for
+// concurrent use; an error of kind events.KindNeedsAccount says nothing is
+// configured.
 type Credentials[C any] interface {
 	Credential(ctx context.Context, tenant, account string) (C, error)
 }

@@ -20,10 +20,7 @@ type Credential struct {
 // process started with other credentials is never reused.
 func (c Credential) fingerprint() string { return engine.Fingerprint(c.APIKey, c.BaseURL) }
 
-// Credentials gives an agent process its credentials; it is asked once per
-// process start, for the tenant and account of the engine instance.
-// Implementations are safe for concurrent use; an error of kind
-// events.KindNeedsAccount says nothing is configured.
+// Credentials gives each process its credentials (see engine.Credentials).
 type Credentials = engine.Credentials[Credential]
 
 // PlaceholderKey is the API key used when only a base URL is configured.

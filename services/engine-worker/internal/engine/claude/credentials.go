@@ -21,12 +21,7 @@ func (c Credential) fingerprint() string {
 	return engine.Fingerprint(c.APIKey, c.OAuthToken, c.BaseURL)
 }
 
-// Credentials is the seam through which the worker gives a run its
-// credentials. It is asked once per process start, for the tenant and
-// account of the engine instance. Today the worker answers from its own
-// environment (EnvCredentials); engine accounts kept by the artifacts
-// service will answer here later. Implementations are safe for concurrent
-// use; an error of kind events.KindNeedsAccount says nothing is configured.
+// Credentials gives each process its credentials (see engine.Credentials).
 type Credentials = engine.Credentials[Credential]
 
 // PlaceholderKey is the API key used when only a base URL is configured.

@@ -23,10 +23,7 @@ type Credential struct {
 // app-server started with other credentials is never reused.
 func (c Credential) fingerprint() string { return engine.Fingerprint(c.APIKey, c.BaseURL) }
 
-// Credentials is the seam through which the worker gives an app-server its
-// credentials, asked once per process start for the instance's tenant and
-// account. Implementations are safe for concurrent use; an error of kind
-// events.KindNeedsAccount says nothing is configured.
+// Credentials gives each process its credentials (see engine.Credentials).
 type Credentials = engine.Credentials[Credential]
 
 // PlaceholderKey is the API key used when only a base URL is configured.
@@ -47,10 +44,7 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 	get := engine.Getenv(e.Getenv)
 	c := Credential{APIKey: cmp.Or(get("CODEX_API_KEY"), get("OPENAI_API_KEY")), BaseURL: get("OPENAI_BASE_URL")}
 	if override := engine.LLMBaseURL(e.BaseURL, get); override != "" {
-		c.BaseURL = override
-		if c.APIKey == "" {
-			c.APIKey = PlaceholderKey
-		}
+		c.BaseURL, c.APIKey = override, cmp.Or(c.APIKey, PlaceholderKey)
 	}
 	if c.APIKey == "" {
 		return Credential{}, engine.NoAccount("Codex has no account: set OPENAI_API_KEY (or CODEX_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")

@@ -1,6 +1,7 @@
 package pi
 
 import (
+	"cmp"
 	"context"
 
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -35,10 +36,7 @@ func (c Credential) provider() string {
 	return "anthropic"
 }
 
-// Credentials is the seam through which the worker gives a pi process its
-// credentials, asked once per process start for the instance's tenant and
-// account. Implementations are safe for concurrent use; an error of kind
-// events.KindNeedsAccount says nothing is configured.
+// Credentials gives each process its credentials (see engine.Credentials).
 type Credentials = engine.Credentials[Credential]
 
 // PlaceholderKey is the API key used when only a base URL is configured.
@@ -64,10 +62,7 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 		c = Credential{API: APIOpenAICompletions, APIKey: get("OPENAI_API_KEY"), BaseURL: get("OPENAI_BASE_URL")}
 	}
 	if override := engine.LLMBaseURL(e.BaseURL, get); override != "" {
-		c.BaseURL = override
-		if c.APIKey == "" {
-			c.APIKey = PlaceholderKey
-		}
+		c.BaseURL, c.APIKey = override, cmp.Or(c.APIKey, PlaceholderKey)
 	}
 	if c.APIKey == "" {
 		return Credential{}, engine.NoAccount("pi has no account: set ANTHROPIC_API_KEY (or CLOPEN_PI_API=openai-completions with OPENAI_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")
