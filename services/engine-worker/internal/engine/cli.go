@@ -181,6 +181,11 @@ func LLMBaseURL(base string, get func(string) string) string {
 	return cmp.Or(base, get("CLOPEN_LLM_BASE_URL"))
 }
 
+// ShuttingDown is the error of a turn that comes after Dispose.
+func ShuttingDown(name string) error {
+	return &Error{Kind: events.KindInternal, Msg: name + " is shutting down"}
+}
+
 // NoAccount is the error of credentials that find nothing configured.
 func NoAccount(msg string) error { return &Error{Kind: events.KindNeedsAccount, Msg: msg} }
 

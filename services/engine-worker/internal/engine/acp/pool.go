@@ -98,7 +98,7 @@ func (e *Engine) command(home string, cred Credential, model, workspace string, 
 // resumes open, else any warm one started the same way, else a new one.
 func (e *Engine) acquire(ctx context.Context, l launch, resume string) (a *agent, warm bool, err error) {
 	if e.Procs.Disposed() {
-		return nil, false, e.shuttingDown()
+		return nil, false, engine.ShuttingDown(e.p.Name)
 	}
 	if resume != "" {
 		a, warm = e.Procs.Take(l.spec, func(a *agent) bool { return a.sessions[resume] != nil })
@@ -114,13 +114,9 @@ func (e *Engine) acquire(ctx context.Context, l launch, resume string) (a *agent
 	}
 	if !e.Procs.Use(a) {
 		e.Procs.Release(a, "", false)
-		return nil, false, e.shuttingDown()
+		return nil, false, engine.ShuttingDown(e.p.Name)
 	}
 	return a, warm, nil
-}
-
-func (e *Engine) shuttingDown() error {
-	return &engine.Error{Kind: events.KindInternal, Msg: e.p.Name + " is shutting down"}
 }
 
 // start starts a process and initializes the connection.

@@ -95,8 +95,8 @@ func New(cfg Config, key engine.Key) *Engine {
 	e := &Engine{cfg: cfg, key: key, home: engine.StateDir(cfg.StateDir, key.Tenant, key.Account)}
 	e.CLI = engine.NewCLI(engine.CLIConfig[*proc]{Engine: events.EngineClaudeCode, Key: key, Logger: cfg.Logger,
 		IdleTimeout: cfg.IdleTimeout,
-		// The old process exits before its spare starts, so its session
-		// file is complete before the spare reads it.
+		// A retired process gets EOF and time to exit by itself, so that
+		// its session file is complete (before a spare resumes it).
 		Procs:   engine.ProcsOptions[*proc]{Retire: func(p *proc) { p.Retire(cfg.KillGrace) }},
 		Version: engine.VersionCommand{Bin: cfg.Bin, Env: []string{"DISABLE_AUTOUPDATER=1"}}})
 	return e
@@ -136,7 +136,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	}
 	if !e.Procs.Use(p) {
 		p.Stop(context.Background())
-		return &engine.Error{Kind: events.KindInternal, Msg: "Claude Code is shutting down"}
+		return engine.ShuttingDown("Claude Code")
 	}
 	t := &turn{p: p, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), conv: Converter{Model: model},
 		toolUses: map[string]bool{}, unknown: &e.unknown, interruptGrace: e.cfg.InterruptGrace, cancelGrace: e.cfg.CancelGrace}

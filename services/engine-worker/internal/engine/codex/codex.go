@@ -131,7 +131,7 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 	}
 	if !e.Procs.Use(c) {
 		c.Stop(context.Background())
-		return &engine.Error{Kind: events.KindInternal, Msg: "codex is shutting down"}
+		return engine.ShuttingDown("codex")
 	}
 	model := cmp.Or(req.Model, DefaultModel)
 	t := &turn{c: c, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), model: model,

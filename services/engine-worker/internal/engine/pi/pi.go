@@ -133,7 +133,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	}
 	if !e.Procs.Use(c) {
 		c.Stop(context.Background())
-		return &engine.Error{Kind: events.KindInternal, Msg: "pi is shutting down"}
+		return engine.ShuttingDown("pi")
 	}
 	t := &turn{c: c, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), cfg: &e.cfg, unknown: &e.unknown,
 		model: model, provider: cred.provider(), sessions: h.sessions(req.ProjectID)}
