@@ -119,3 +119,118 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 		t.Fatalf("Wait after Done = %v", err)
 	}
 }
+
+func TestProcsShared(t *testing.T) {
+	var retired atomic.Int32
+	s := NewProcs[*fakeProc](time.Minute, ProcsOptions[*fakeProc]{Shared: true,
+		Retire: func(p *fakeProc) { retired.Add(1); p.Stop(context.Background()) }})
+	a, b, dead := &fakeProc{name: "a"}, &fakeProc{name: "b"}, &fakeProc{name: "dead"}
+	s.Release(a, "spec", true)
+	s.Release(b, "spec", true)
+	if s.Warm() != 2 || a.stopped.Load() {
+		t.Fatalf("warm = %d, a stopped %v: a shared key keeps both", s.Warm(), a.stopped.Load())
+	}
+	// The one that fits is taken; the other stays for another turn.
+	got, ok := s.Take("spec", func(p *fakeProc) bool { return p == b })
+	if !ok || got != b || s.Warm() != 1 || a.stopped.Load() {
+		t.Fatalf("Take = %v, %v; warm %d, a stopped %v", got, ok, s.Warm(), a.stopped.Load())
+	}
+	if _, ok := s.Take("spec", func(*fakeProc) bool { return false }); ok || s.Warm() != 1 {
+		t.Fatalf("took one that does not fit, or retired it (warm %d)", s.Warm())
+	}
+	s.Release(dead, "spec", true)
+	dead.dead = true // it exits while warm
+	if got, ok := s.Take("spec", func(*fakeProc) bool { return true }); !ok || got != a {
+		t.Fatalf("Take = %v, %v, want a", got, ok)
+	}
+	waitStopped(t, dead)
+	if s.Warm() != 0 || retired.Load() != 1 {
+		t.Fatalf("warm = %d, retired %d: the dead one goes through Retire", s.Warm(), retired.Load())
+	}
+	if st := s.Stats(); st.WarmHits != 2 {
+		t.Fatalf("stats = %+v", st)
+	}
+}
+
+func TestProcsRespawn(t *testing.T) {
+	s := NewProcs[*fakeProc](time.Minute)
+	old := &fakeProc{name: "old"}
+	gen := s.Begin("chat")
+	s.Use(old)
+	started := make(chan *fakeProc, 1)
+	s.Respawn(old, "chat", gen, func() (*fakeProc, error) {
+		if !old.stopped.Load() {
+			t.Error("the next process started before the old one was retired")
+		}
+		p := &fakeProc{name: "spare"}
+		started <- p
+		return p, nil
+	})
+	spare := <-started
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Warm() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the spare was not kept")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	got, ok := s.Take("chat", func(p *fakeProc) bool { return true })
+	if !ok || got != spare {
+		t.Fatalf("Take = %v, %v, want the spare", got, ok)
+	}
+
+	// A spare started for a turn that is no longer the chat's latest is
+	// dropped: the newer turn has already decided how to run.
+	gen1 := s.Begin("chat")
+	s.Begin("chat")
+	s.Respawn(got, "chat", gen1, func() (*fakeProc, error) {
+		t.Error("started a spare for a turn that is not the latest")
+		return nil, errors.New("not the latest")
+	})
+	waitStopped(t, got)
+	gen3 := s.Begin("chat")
+	second, stale := &fakeProc{name: "second"}, &fakeProc{name: "stale"}
+	starting, begun := make(chan struct{}), make(chan struct{})
+	s.Respawn(second, "chat", gen3, func() (*fakeProc, error) { close(starting); <-begun; return stale, nil })
+	<-starting
+	s.Begin("chat") // a fourth turn begins while the third's spare starts
+	close(begun)
+	waitStopped(t, second)
+	waitStopped(t, stale)
+	if s.Warm() != 0 {
+		t.Fatalf("warm = %d, want none", s.Warm())
+	}
+
+	// Without a start (the turn left nothing to resume) nothing is kept.
+	last := &fakeProc{name: "last"}
+	s.Respawn(last, "chat", s.Begin("chat"), nil)
+	waitStopped(t, last)
+	if err := s.Dispose(context.Background()); err != nil || s.Warm() != 0 {
+		t.Fatalf("Dispose = %v, warm %d", err, s.Warm())
+	}
+}
+
+func TestProcsRespawnIdleTimeoutAndDispose(t *testing.T) {
+	s := NewProcs[*fakeProc](50 * time.Millisecond)
+	spare := &fakeProc{name: "spare"}
+	s.Respawn(&fakeProc{name: "old"}, "chat", s.Begin("chat"), func() (*fakeProc, error) { return spare, nil })
+	waitStopped(t, spare) // retired by the idle timeout
+	if s.Warm() != 0 {
+		t.Fatalf("warm = %d after the idle timeout", s.Warm())
+	}
+	// A spare whose start outlives Dispose is stopped, not kept.
+	s = NewProcs[*fakeProc](time.Minute)
+	late, starting := &fakeProc{name: "late"}, make(chan struct{})
+	s.Respawn(&fakeProc{name: "old"}, "chat", s.Begin("chat"), func() (*fakeProc, error) {
+		close(starting)
+		time.Sleep(50 * time.Millisecond)
+		return late, nil
+	})
+	<-starting
+	if err := s.Dispose(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !late.stopped.Load() || s.Warm() != 0 {
+		t.Fatalf("late stopped %v, warm %d", late.stopped.Load(), s.Warm())
+	}
+}

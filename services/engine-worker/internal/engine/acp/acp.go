@@ -37,15 +37,8 @@
 package acp
 
 import (
-	"cmp"
-	"context"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"sync"
 	"time"
 
@@ -53,14 +46,8 @@ import (
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
-// Defaults of Config.
-const (
-	DefaultIdleTimeout    = 5 * time.Minute
-	DefaultKillGrace      = 2 * time.Second
-	DefaultInterruptGrace = 10 * time.Second
-	DefaultCancelGrace    = 250 * time.Millisecond
-	DefaultStartTimeout   = 90 * time.Second
-)
+// DefaultStartTimeout is Config.StartTimeout's default.
+const DefaultStartTimeout = 90 * time.Second
 
 // Config configures an adapter instance.
 type Config struct {
@@ -91,7 +78,7 @@ type Config struct {
 	// DefaultIdleTimeout; a negative value turns warm processes off.
 	IdleTimeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means DefaultKillGrace.
+	// process group; 0 means engine.DefaultKillGrace.
 	KillGrace time.Duration
 	// InterruptGrace is how long an interrupted turn waits for the agent's
 	// cancelled response before the process is stopped.
@@ -111,29 +98,20 @@ type Config struct {
 // Engine is the adapter instance of one agent for one (tenant, account).
 // Run is safe for concurrent use: each turn has a process of its own.
 type Engine struct {
-	cfg  Config
-	p    *Profile
-	key  engine.Key
-	home string
-	log  *slog.Logger
+	engine.CLI[*agent] // warm processes by how they were started, their sessions open
+	cfg                Config
+	p                  *Profile
+	key                engine.Key
+	home               string
 
-	mu       sync.Mutex
-	idle     map[string][]*agent // warm processes by spec
-	busy     map[*agent]struct{}
-	owner    map[string]*agent        // ACP session id → the process that has it open
-	inTurn   map[string]chan struct{} // sessions a turn is using, closed when it ends
-	disposed bool
-	bg       sync.WaitGroup
-	unknown  sync.Map // update kinds and lines already reported
-	stats    Stats
-	version  string
+	mu      sync.Mutex
+	owner   map[string]*agent        // ACP session id → the process that has it open
+	inTurn  map[string]chan struct{} // sessions a turn is using, closed when it ends
+	unknown sync.Map                 // update kinds and lines already reported
 }
 
 // Stats counts what an instance did with its processes.
-type Stats struct {
-	Started  int // processes started
-	WarmHits int // turns that ran on a warm process
-}
+type Stats = engine.Stats
 
 var (
 	_ engine.Engine    = (*Engine)(nil)
@@ -144,18 +122,7 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.KillGrace <= 0 {
-		cfg.KillGrace = DefaultKillGrace
-	}
-	if cfg.InterruptGrace <= 0 {
-		cfg.InterruptGrace = DefaultInterruptGrace
-	}
-	if cfg.CancelGrace <= 0 {
-		cfg.CancelGrace = DefaultCancelGrace
-	}
+	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}
@@ -165,120 +132,23 @@ func New(cfg Config, key engine.Key) *Engine {
 	if cfg.CacheDir == "" {
 		cfg.CacheDir = filepath.Join(cfg.StateDir, ".cache")
 	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	idle := cfg.IdleTimeout
+	if cfg.Profile.SingleTurn {
+		idle = -1 // its process serves one turn: none is kept warm
 	}
-	return &Engine{cfg: cfg, p: cfg.Profile, key: key, home: stateDir(cfg.StateDir, key.Tenant, key.Account),
-		log:  log.With("engine", cfg.Profile.Type, "tenant", key.Tenant),
-		idle: map[string][]*agent{}, busy: map[*agent]struct{}{}, owner: map[string]*agent{}, inTurn: map[string]chan struct{}{}}
+	e := &Engine{cfg: cfg, p: cfg.Profile, key: key, home: engine.StateDir(cfg.StateDir, key.Tenant, key.Account),
+		owner: map[string]*agent{}, inTurn: map[string]chan struct{}{}}
+	e.CLI = engine.NewCLI(engine.CLIConfig[*agent]{Engine: cfg.Profile.Type, Key: key, Logger: cfg.Logger,
+		IdleTimeout: idle, Version: engine.VersionCommand{Bin: cfg.Bin, Timeout: 20 * time.Second},
+		// Keyed by launch spec: any warm process started the same way can
+		// serve a turn, the one with the resumed session open first. A
+		// retired one gets to save its sessions.
+		Procs: engine.ProcsOptions[*agent]{Shared: true, Retire: func(a *agent) {
+			e.forgetSessions(a)
+			a.p.Retire(e.cfg.KillGrace)
+		}}})
+	return e
 }
 
 // Type reports the profile's engine type.
 func (e *Engine) Type() events.EngineType { return e.p.Type }
-
-// Stats returns the instance's counters, for tests and metrics.
-func (e *Engine) Stats() Stats {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stats
-}
-
-// Warm reports how many idle warm processes the instance holds.
-func (e *Engine) Warm() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	n := 0
-	for _, as := range e.idle {
-		n += len(as)
-	}
-	return n
-}
-
-// Version runs `bin --version` once and reports its version number.
-func (e *Engine) Version(ctx context.Context) (string, error) {
-	e.mu.Lock()
-	v := e.version
-	e.mu.Unlock()
-	if v != "" {
-		return v, nil
-	}
-	v, err := ReadVersion(ctx, e.cfg.Bin)
-	if err != nil {
-		return "", err
-	}
-	e.mu.Lock()
-	e.version = v
-	e.mu.Unlock()
-	return v, nil
-}
-
-// versionRE finds a version number in --version output ("0.61.0",
-// "GitHub Copilot CLI 1.0.102.").
-var versionRE = regexp.MustCompile(`\d+\.\d+(\.\d+)?([-+][0-9A-Za-z.-]+)?`)
-
-// ReadVersion runs `bin --version` and returns the first version number it
-// prints.
-func ReadVersion(ctx context.Context, bin string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath), "HOME=" + os.TempDir()}
-	out, err := cmd.Output()
-	if err != nil {
-		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("%s --version: %v", bin, err), Err: err}
-	}
-	v := strings.TrimSuffix(versionRE.FindString(string(out)), ".")
-	if v == "" {
-		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("%s --version printed no version", bin)}
-	}
-	return v, nil
-}
-
-// Dispose stops every process of the instance, busy or warm, and waits for
-// them (or ctx).
-func (e *Engine) Dispose(ctx context.Context) error {
-	e.mu.Lock()
-	e.disposed = true
-	var all []*agent
-	for spec, as := range e.idle {
-		for _, a := range as {
-			a.timer.Stop()
-			all = append(all, a)
-		}
-		delete(e.idle, spec)
-	}
-	for a := range e.busy {
-		all = append(all, a)
-	}
-	e.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, a := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); a.p.Stop(ctx) }()
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); e.bg.Wait() }()
-	return engine.Wait(ctx, &wg)
-}
-
-// defaultPath is the agent's PATH when the worker has none.
-const defaultPath = "/usr/local/bin:/usr/bin:/bin"
-
-// stateDir is the HOME of the instance of tenant and account under root.
-func stateDir(root, tenant, account string) string {
-	return filepath.Join(root, pathToken(tenant, "_"), pathToken(account, "default"))
-}
-
-// pathToken makes s safe as one path element.
-func pathToken(s, empty string) string {
-	if s == "" {
-		return empty
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, strings.ReplaceAll(s, "..", "__"))
-}

@@ -57,9 +57,7 @@ func (e *Engine) probeSession(ctx context.Context) (NewSessionResponse, error) {
 	if err != nil {
 		return NewSessionResponse{}, err
 	}
-	e.mu.Lock()
-	e.busy[a] = struct{}{} // so Dispose stops it too
-	e.mu.Unlock()
+	e.Procs.Use(a) // so Dispose stops it too
 	defer e.stop(a)
 	s, err := e.newSession(ctx, a, map[string]any{"cwd": cwd, "mcpServers": []map[string]any{}}, "")
 	if err != nil {

@@ -3,11 +3,8 @@ package acp
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"strings"
 
-	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
@@ -21,22 +18,13 @@ type Credential struct {
 
 // fingerprint identifies the credential without revealing it, so a warm
 // process started with other credentials is never reused.
-func (c Credential) fingerprint() string {
-	sum := sha256.Sum256([]byte(c.APIKey + "\x00" + c.BaseURL))
-	return hex.EncodeToString(sum[:8])
-}
+func (c Credential) fingerprint() string { return engine.Fingerprint(c.APIKey, c.BaseURL) }
 
-// Credentials gives an agent process its credentials; it is asked once per
-// process start, for the tenant and account of the engine instance.
-// Implementations are safe for concurrent use; an error of kind
-// events.KindNeedsAccount says nothing is configured.
-type Credentials interface {
-	Credential(ctx context.Context, tenant, account string) (Credential, error)
-}
+// Credentials gives each process its credentials (see engine.Credentials).
+type Credentials = engine.Credentials[Credential]
 
-// PlaceholderKey is the API key used when only a base URL is configured
-// (fakellm accepts any key; the agents insist on having one).
-const PlaceholderKey = "sk-clopen-no-key"
+// PlaceholderKey is the API key used when only a base URL is configured.
+const PlaceholderKey = engine.PlaceholderKey
 
 // EnvCredentials answers from the worker's environment: the profile's key
 // and base-URL variables, with CLOPEN_LLM_BASE_URL (or BaseURL) overriding
@@ -50,10 +38,7 @@ type EnvCredentials struct {
 
 // Credential implements Credentials.
 func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, error) {
-	get := e.Getenv
-	if get == nil {
-		get = func(string) string { return "" }
-	}
+	get := engine.Getenv(e.Getenv)
 	var c Credential
 	for _, k := range e.Profile.KeyEnv {
 		if c.APIKey = get(k); c.APIKey != "" {
@@ -65,16 +50,15 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 			break
 		}
 	}
-	if o := cmp.Or(e.BaseURL, get("CLOPEN_LLM_BASE_URL")); o != "" {
+	if o := engine.LLMBaseURL(e.BaseURL, get); o != "" {
 		c.BaseURL = o
 	}
 	if c.APIKey == "" && c.BaseURL != "" {
 		c.APIKey = cmp.Or(e.Profile.PlaceholderKey, PlaceholderKey)
 	}
 	if c.APIKey == "" && len(e.Profile.KeyEnv) > 0 {
-		return Credential{}, &engine.Error{Kind: events.KindNeedsAccount,
-			Msg: e.Profile.Name + " has no account: set " + strings.Join(e.Profile.KeyEnv, " or ") +
-				" for the worker, or CLOPEN_LLM_BASE_URL to use a local model server"}
+		return Credential{}, engine.NoAccount(e.Profile.Name + " has no account: set " + strings.Join(e.Profile.KeyEnv, " or ") +
+			" for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")
 	}
 	return c, nil
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 
 	"clopen.dev/pkg/events"
@@ -45,20 +44,15 @@ func providerMessage(msg string) string {
 }
 
 // kindOf maps an error message to an error kind.
-func kindOf(msg string) events.ErrorKind {
-	m := strings.ToLower(msg)
-	switch {
-	case engine.ContainsAny(m, "authentication required", "invalid api key", "unauthorized", "401", "403", "forbidden",
-		"not logged in", "invalid auth", "api key not valid", "please login", "please log in"):
-		return events.KindAuth
-	case engine.ContainsAny(m, "429", "rate limit", "rate_limit", "too many requests", "quota exceeded", "resource_exhausted"):
-		return events.KindRateLimited
-	case strings.Contains(m, "model") && engine.ContainsAny(m, "not found", "not available", "does not exist", "not supported", "404"):
-		return events.KindModelUnavailable
-	case engine.ContainsAny(m, "session not found", "invalid session", "unknown session", "no session"):
-		return events.KindInvalidRequest
-	}
-	return events.KindProvider
+func kindOf(msg string) events.ErrorKind { return errorTable.Kind(0, msg) }
+
+// errorTable classifies the agents' error messages by their words.
+var errorTable = engine.ErrorTable{
+	{Kind: events.KindAuth, Words: []string{"authentication required", "invalid api key", "unauthorized", "401", "403", "forbidden",
+		"not logged in", "invalid auth", "api key not valid", "please login", "please log in"}},
+	{Kind: events.KindRateLimited, Words: []string{"429", "rate limit", "rate_limit", "too many requests", "quota exceeded", "resource_exhausted"}},
+	{Kind: events.KindModelUnavailable, With: "model", Words: []string{"not found", "not available", "does not exist", "not supported", "404"}},
+	{Kind: events.KindInvalidRequest, Words: []string{"session not found", "invalid session", "unknown session", "no session"}},
 }
 
 // startError classifies a start-up that failed: the agent's stderr says
@@ -80,17 +74,10 @@ func startError(name string, err error, p *proc) error {
 // exitError classifies a process that ended in the middle of a turn.
 func exitError(name string, p *proc) error {
 	<-p.Done()
-	code := -1
-	var ee *exec.ExitError
-	if errors.As(p.Err(), &ee) {
-		code = ee.ExitCode()
-	}
-	msg := fmt.Sprintf("%s exited (status %d) without finishing the turn", name, code)
+	msg := fmt.Sprintf("%s exited (status %d) without finishing the turn", name, engine.ExitCode(p.Err()))
 	if p.Err() == nil {
 		msg = name + " closed its output without finishing the turn"
 	}
-	if last := engine.LastLine(p.Stderr()); last != "" {
-		msg += ": " + last
-	}
+	msg = engine.WithStderr(msg, p.Stderr())
 	return &engine.Error{Kind: events.KindCrashed, Msg: msg, Err: p.Err()}
 }

@@ -8,23 +8,27 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
 // agent is a started, initialized agent process and the ACP sessions it
-// has open. A turn owns it while it runs; between turns it waits in the
-// engine's idle list.
+// has open. A turn owns it while it runs; between turns it waits warm in
+// the engine's Procs, under its spec.
 type agent struct {
 	p        *proc
 	spec     string
 	home     string // the HOME it runs with
 	info     InitializeResponse
 	sessions map[string]*liveSession
-	timer    *time.Timer // retires it when idle too long
 }
+
+// Stop stops the process now.
+func (a *agent) Stop(ctx context.Context) { a.p.Stop(ctx) }
+
+// Exited reports whether the process is gone.
+func (a *agent) Exited() bool { return a.p.Exited() }
 
 // liveSession is what the client remembers of a session open in a process.
 type liveSession struct {
@@ -57,7 +61,7 @@ func (e *Engine) command(home string, cred Credential, model, workspace string, 
 		return launch{}, fmt.Errorf("%s settings: %w", e.p.Name, err)
 	}
 	env := []string{
-		"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath),
+		"PATH=" + cmp.Or(os.Getenv("PATH"), engine.DefaultPath),
 		"HOME=" + home,
 		"LANG=" + cmp.Or(os.Getenv("LANG"), "C.UTF-8"),
 		"TMPDIR=" + os.TempDir(),
@@ -93,54 +97,33 @@ func (e *Engine) command(home string, cred Credential, model, workspace string, 
 // acquire hands a turn a process: the warm one that has the session it
 // resumes open, else any warm one started the same way, else a new one.
 func (e *Engine) acquire(ctx context.Context, l launch, resume string) (a *agent, warm bool, err error) {
-	e.mu.Lock()
-	if e.disposed {
-		e.mu.Unlock()
-		return nil, false, &engine.Error{Kind: events.KindInternal, Msg: e.p.Name + " is shutting down"}
+	if e.Procs.Disposed() {
+		return nil, false, engine.ShuttingDown(e.p.Name)
 	}
-	list := e.idle[l.spec]
-	pick := -1
-	for i, c := range list {
-		if c.p.Exited() {
-			continue
+	if resume != "" {
+		a, warm = e.Procs.Take(l.spec, func(a *agent) bool { return a.sessions[resume] != nil })
+	}
+	if !warm {
+		a, warm = e.Procs.Take(l.spec, func(*agent) bool { return true })
+	}
+	if !warm {
+		if a, err = e.start(ctx, l); err != nil {
+			return nil, false, err
 		}
-		if resume != "" && c.sessions[resume] != nil {
-			pick = i
-			break
-		}
-		pick = i
+		e.Procs.Started()
 	}
-	if pick >= 0 && !e.p.SingleTurn {
-		a = list[pick]
-		e.idle[l.spec] = append(list[:pick:pick], list[pick+1:]...)
-		a.timer.Stop()
-		e.busy[a] = struct{}{}
-		e.stats.WarmHits++
-		e.mu.Unlock()
-		return a, true, nil
+	if !e.Procs.Use(a) {
+		e.Procs.Release(a, "", false)
+		return nil, false, engine.ShuttingDown(e.p.Name)
 	}
-	e.mu.Unlock()
-	a, err = e.start(ctx, l)
-	if err != nil {
-		return nil, false, err
-	}
-	e.mu.Lock()
-	e.busy[a] = struct{}{}
-	e.stats.Started++
-	disposed := e.disposed
-	e.mu.Unlock()
-	if disposed {
-		e.drop(a)
-		return nil, false, &engine.Error{Kind: events.KindInternal, Msg: e.p.Name + " is shutting down"}
-	}
-	return a, false, nil
+	return a, warm, nil
 }
 
 // start starts a process and initializes the connection.
 func (e *Engine) start(ctx context.Context, l launch) (*agent, error) {
 	bad := func(line []byte, err error) {
 		if _, seen := e.unknown.LoadOrStore("line", true); !seen {
-			e.log.Info("acp: ignoring a stdout line that is not JSON-RPC (logged once)", "err", err)
+			e.Log.Info("acp: ignoring a stdout line that is not JSON-RPC (logged once)", "err", err)
 		}
 	}
 	p, err := startProc(l.argv, l.env, l.dir, e.cfg.KillGrace, e.cfg.Tap, bad)
@@ -172,73 +155,13 @@ func (e *Engine) start(ctx context.Context, l launch) (*agent, error) {
 }
 
 // release takes a process back after a turn: warm when the turn left it
-// usable and warm processes are on, else stopped.
-func (e *Engine) release(a *agent, reusable bool) {
-	e.mu.Lock()
-	delete(e.busy, a)
-	if !reusable || e.disposed || e.cfg.IdleTimeout < 0 || e.p.SingleTurn || a.p.Exited() {
-		e.mu.Unlock()
-		e.drop(a)
-		return
-	}
-	e.idle[a.spec] = append(e.idle[a.spec], a)
-	a.timer = time.AfterFunc(e.cfg.IdleTimeout, func() { e.expire(a) })
-	e.mu.Unlock()
-}
-
-// expire retires a warm process unused for IdleTimeout.
-func (e *Engine) expire(a *agent) {
-	e.mu.Lock()
-	list := e.idle[a.spec]
-	found := false
-	for i, c := range list {
-		if c == a {
-			e.idle[a.spec] = append(list[:i:i], list[i+1:]...)
-			found = true
-			break
-		}
-	}
-	if found && !e.disposed {
-		e.bg.Add(1) // inside the lock: Dispose's Wait cannot have started
-	}
-	e.mu.Unlock()
-	if !found || e.disposedNow() {
-		return
-	}
-	defer e.bg.Done()
-	e.forgetSessions(a)
-	a.p.Retire(e.cfg.KillGrace)
-}
-
-func (e *Engine) disposedNow() bool {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.disposed
-}
-
-// drop stops a process that will not be reused, in the background.
-func (e *Engine) drop(a *agent) {
-	e.forgetSessions(a)
-	e.mu.Lock()
-	if e.disposed {
-		e.mu.Unlock()
-		go a.p.Stop(context.Background()) // ends by itself; Dispose already signalled it
-		return
-	}
-	e.bg.Add(1)
-	e.mu.Unlock()
-	go func() {
-		defer e.bg.Done()
-		a.p.Retire(e.cfg.KillGrace)
-	}()
-}
+// usable, else stopped.
+func (e *Engine) release(a *agent, reusable bool) { e.Procs.Release(a, a.spec, reusable) }
 
 // stop stops a process that will not be reused and waits until it is gone
 // (bounded by the kill grace), so that its home can be removed after it.
 func (e *Engine) stop(a *agent) {
-	e.mu.Lock()
-	delete(e.busy, a)
-	e.mu.Unlock()
+	e.Procs.Drop(a)
 	e.forgetSessions(a)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*e.cfg.KillGrace)
 	defer cancel()
@@ -257,7 +180,7 @@ func (e *Engine) scratchHome() (home string, remove func(), err error) {
 	}
 	return home, func() {
 		if err := os.RemoveAll(home); err != nil {
-			e.log.Warn("acp: remove scratch home", "err", err)
+			e.Log.Warn("acp: remove scratch home", "err", err)
 		}
 	}, nil
 }

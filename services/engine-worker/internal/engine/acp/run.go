@@ -52,7 +52,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		}
 		e.release(a, reusable)
 	}
-	log := e.log.With("run_id", req.RunID, "warm", warm)
+	log := e.Log.With("run_id", req.RunID, "warm", warm)
 	servers, status := mcpServers(req.MCPServers, a.info.AgentCapabilities.MCPCapabilities)
 	if e.p.MCPConfig != nil {
 		// The agent has them from its settings, written at start-up.

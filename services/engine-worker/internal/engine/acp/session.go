@@ -105,7 +105,7 @@ func (e *Engine) configure(ctx context.Context, a *agent, s opened, model, effor
 					err := a.p.conn.Call(ctx, "session/set_config_option",
 						map[string]any{"sessionId": s.id, "configId": o.ID, "value": v.Value}, nil)
 					if err != nil {
-						e.log.Warn("acp: set config option", "option", o.ID, "err", err)
+						e.Log.Warn("acp: set config option", "option", o.ID, "err", err)
 					}
 					return true
 				}
@@ -116,7 +116,7 @@ func (e *Engine) configure(ctx context.Context, a *agent, s opened, model, effor
 	if model != "" && !set("model", model) && s.resp.Models != nil && s.resp.Models.CurrentModelID != model {
 		if slices.ContainsFunc(s.resp.Models.AvailableModels, func(m ModelInfo) bool { return m.ModelID == model }) {
 			if err := a.p.conn.Call(ctx, "session/set_model", map[string]any{"sessionId": s.id, "modelId": model}, nil); err != nil {
-				e.log.Warn("acp: set model", "model", model, "err", err)
+				e.Log.Warn("acp: set model", "model", model, "err", err)
 			}
 		}
 	}

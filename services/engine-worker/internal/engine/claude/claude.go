@@ -22,8 +22,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"strings"
 	"sync"
 	"time"
 
@@ -33,14 +31,6 @@ import (
 
 // Provider is the provider id messages carry.
 const Provider = "anthropic"
-
-// Defaults of Config.
-const (
-	DefaultIdleTimeout    = 5 * time.Minute
-	DefaultKillGrace      = 2 * time.Second
-	DefaultInterruptGrace = 10 * time.Second
-	DefaultCancelGrace    = 250 * time.Millisecond
-)
 
 // Config configures the adapter.
 type Config struct {
@@ -61,17 +51,17 @@ type Config struct {
 	// model call; 0 means none.
 	MaxRetries int
 	// IdleTimeout retires a warm process unused this long: 0 means
-	// DefaultIdleTimeout; a negative value turns warm processes off.
+	// engine.DefaultIdleTimeout; a negative value turns warm processes off.
 	IdleTimeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means DefaultKillGrace.
+	// process group; 0 means engine.DefaultKillGrace.
 	KillGrace time.Duration
 	// InterruptGrace is how long an interrupted turn waits for the CLI to end
-	// it before the process is stopped; 0 means DefaultInterruptGrace.
+	// it before the process is stopped; 0 means engine.DefaultInterruptGrace.
 	InterruptGrace time.Duration
 	// CancelGrace is how long a cancelled turn's CLI gets, after the
 	// interrupt, to end the turn (saving its session) before its process
-	// group is stopped; 0 means DefaultCancelGrace.
+	// group is stopped; 0 means engine.DefaultCancelGrace.
 	CancelGrace time.Duration
 	// Logger gets the adapter's diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -83,34 +73,15 @@ type Config struct {
 // Engine is the Claude Code adapter for one (tenant, account). Run is safe
 // for concurrent use; each turn has its own process.
 type Engine struct {
-	cfg  Config
-	key  engine.Key
-	home string
-	log  *slog.Logger
-
-	mu       sync.Mutex
-	spares   map[string]*spare // warm processes by chat session
-	gens     map[string]uint64 // turns started per chat session
-	active   map[*proc]struct{}
-	bg       sync.WaitGroup // retiring old processes, starting warm ones
-	disposed bool
-	version  string
-	stats    Stats
-	unknown  sync.Map // stdout line types logged as unknown (once each)
+	engine.CLI[*proc] // a warm process per chat, pre-forked after each turn
+	cfg               Config
+	key               engine.Key
+	home              string
+	unknown           sync.Map // stdout line types logged as unknown (once each)
 }
 
 // Stats counts what an instance did with its processes.
-type Stats struct {
-	Started  int // processes started, warm ones included
-	WarmHits int // turns that ran on a warm process
-}
-
-// Stats returns the instance's counters, for tests and metrics.
-func (e *Engine) Stats() Stats {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stats
-}
+type Stats = engine.Stats
 
 var (
 	_ engine.Engine    = (*Engine)(nil)
@@ -120,64 +91,19 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.KillGrace <= 0 {
-		cfg.KillGrace = DefaultKillGrace
-	}
-	if cfg.InterruptGrace <= 0 {
-		cfg.InterruptGrace = DefaultInterruptGrace
-	}
-	if cfg.CancelGrace <= 0 {
-		cfg.CancelGrace = DefaultCancelGrace
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Engine{cfg: cfg, key: key, home: stateDir(cfg.StateDir, key.Tenant, key.Account),
-		log:    log.With("engine", events.EngineClaudeCode, "tenant", key.Tenant),
-		spares: map[string]*spare{}, gens: map[string]uint64{}, active: map[*proc]struct{}{}}
+	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	e := &Engine{cfg: cfg, key: key, home: engine.StateDir(cfg.StateDir, key.Tenant, key.Account)}
+	e.CLI = engine.NewCLI(engine.CLIConfig[*proc]{Engine: events.EngineClaudeCode, Key: key, Logger: cfg.Logger,
+		IdleTimeout: cfg.IdleTimeout,
+		// A retired process gets EOF and time to exit by itself, so that
+		// its session file is complete (before a spare resumes it).
+		Procs:   engine.ProcsOptions[*proc]{Retire: func(p *proc) { p.Retire(cfg.KillGrace) }},
+		Version: engine.VersionCommand{Bin: cfg.Bin, Env: []string{"DISABLE_AUTOUPDATER=1"}}})
+	return e
 }
 
 // Type reports events.EngineClaudeCode.
 func (e *Engine) Type() events.EngineType { return events.EngineClaudeCode }
-
-// Version runs `claude --version` once and reports its version number.
-func (e *Engine) Version(ctx context.Context) (string, error) {
-	e.mu.Lock()
-	v := e.version
-	e.mu.Unlock()
-	if v != "" {
-		return v, nil
-	}
-	v, err := ReadVersion(ctx, e.cfg.Bin)
-	if err != nil {
-		return "", err
-	}
-	e.mu.Lock()
-	e.version = v
-	e.mu.Unlock()
-	return v, nil
-}
-
-// ReadVersion runs `bin --version`, which prints "2.1.332 (Claude Code)".
-func ReadVersion(ctx context.Context, bin string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath), "HOME=" + os.TempDir(), "DISABLE_AUTOUPDATER=1"}
-	out, err := cmd.Output()
-	if err != nil {
-		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("claude --version: %v", err), Err: err}
-	}
-	f := strings.Fields(string(out))
-	if len(f) == 0 {
-		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: "claude --version printed nothing"}
-	}
-	return f[0], nil
-}
 
 // Run runs one turn; see the package doc. It returns nil when the turn
 // ended with a result (interrupted ones included), the classified error of
@@ -197,26 +123,36 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	}
 	env := append(environ(e.home, cred, e.cfg.MaxRetries), e.cfg.Env...)
 	spec := specOf(args, req.Workspace, cred)
-	gen := e.begin(req.SessionID)
-	p := e.takeSpare(req.SessionID, req.ResumeSessionID, spec)
-	if p == nil {
+	gen := e.Procs.Begin(req.SessionID)
+	// The chat's spare fits when it resumes the session this turn resumes
+	// and was started the same way.
+	p, ok := e.Procs.Take(req.SessionID, func(p *proc) bool {
+		return req.ResumeSessionID != "" && p.resume == req.ResumeSessionID && p.spec == spec
+	})
+	if !ok {
 		if p, err = e.start(args, env, req.Workspace, req.ResumeSessionID, spec); err != nil {
 			return err
 		}
 	}
-	e.track(p, true)
-	t := &turn{p: p, req: req, emit: emit, log: e.log.With("run_id", req.RunID), conv: Converter{Model: model},
+	if !e.Procs.Use(p) {
+		p.Stop(context.Background())
+		return engine.ShuttingDown("Claude Code")
+	}
+	t := &turn{p: p, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), conv: Converter{Model: model},
 		toolUses: map[string]bool{}, unknown: &e.unknown, interruptGrace: e.cfg.InterruptGrace, cancelGrace: e.cfg.CancelGrace}
 	out, err := t.run(ctx)
-	e.track(p, false)
-	e.background(func() {
-		if out.result && out.session != "" && e.cfg.IdleTimeout > 0 {
-			e.respawn(p, req.SessionID, gen, out.session, args, env, req.Workspace, spec)
-			return
+	// The spare resumes and forks the session the turn ended in.
+	var next func() (*proc, error)
+	if out.result && out.session != "" {
+		next = func() (*proc, error) {
+			p, err := e.start(args, env, req.Workspace, out.session, spec)
+			if err != nil {
+				e.Log.Warn("claude: start warm process", "err", err)
+			}
+			return p, err
 		}
-		e.forget(req.SessionID, gen)
-		p.Retire(e.cfg.KillGrace)
-	})
+	}
+	e.Procs.Respawn(p, req.SessionID, gen, next)
 	return err
 }
 
@@ -232,61 +168,10 @@ func (e *Engine) start(args, env []string, dir, resume, spec string) (*proc, err
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start Claude Code: " + err.Error(), Err: err}
 	}
 	p.spec, p.resume = spec, resume
-	e.mu.Lock()
-	e.stats.Started++
-	e.mu.Unlock()
+	e.Procs.Started()
 	if _, err := p.control(map[string]any{"subtype": "initialize", "hooks": nil}); err != nil {
 		p.Stop(context.Background())
 		return nil, &engine.Error{Kind: events.KindCrashed, Msg: "initialize Claude Code: " + err.Error(), Err: err}
 	}
 	return p, nil
-}
-
-// background runs f in a goroutine Dispose waits for; after Dispose it
-// runs nothing.
-func (e *Engine) background(f func()) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.disposed {
-		go f() // only ever a retire: it ends on its own
-		return
-	}
-	e.bg.Add(1)
-	go func() { defer e.bg.Done(); f() }()
-}
-
-// track records the processes a turn is using, for Dispose.
-func (e *Engine) track(p *proc, on bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if on {
-		e.active[p] = struct{}{}
-	} else {
-		delete(e.active, p)
-	}
-}
-
-// Dispose stops every process of the instance, busy or warm, and waits for
-// them (or ctx).
-func (e *Engine) Dispose(ctx context.Context) error {
-	e.mu.Lock()
-	e.disposed = true
-	var all []*proc
-	for chat, s := range e.spares {
-		s.timer.Stop()
-		all = append(all, s.p)
-		delete(e.spares, chat)
-	}
-	for p := range e.active {
-		all = append(all, p)
-	}
-	e.mu.Unlock()
-	var wg sync.WaitGroup
-	for _, p := range all {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.Stop(ctx) }()
-	}
-	wg.Add(1)
-	go func() { defer wg.Done(); e.bg.Wait() }()
-	return engine.Wait(ctx, &wg)
 }

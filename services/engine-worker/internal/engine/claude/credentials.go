@@ -2,10 +2,7 @@ package claude
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 
-	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
@@ -21,23 +18,14 @@ type Credential struct {
 // fingerprint identifies the credential without revealing it, so a warm
 // process started with other credentials is never reused.
 func (c Credential) fingerprint() string {
-	sum := sha256.Sum256([]byte(c.APIKey + "\x00" + c.OAuthToken + "\x00" + c.BaseURL))
-	return hex.EncodeToString(sum[:8])
+	return engine.Fingerprint(c.APIKey, c.OAuthToken, c.BaseURL)
 }
 
-// Credentials is the seam through which the worker gives a run its
-// credentials. It is asked once per process start, for the tenant and
-// account of the engine instance. Today the worker answers from its own
-// environment (EnvCredentials); engine accounts kept by the artifacts
-// service will answer here later. Implementations are safe for concurrent
-// use; an error of kind events.KindNeedsAccount says nothing is configured.
-type Credentials interface {
-	Credential(ctx context.Context, tenant, account string) (Credential, error)
-}
+// Credentials gives each process its credentials (see engine.Credentials).
+type Credentials = engine.Credentials[Credential]
 
-// PlaceholderKey is the API key used when only a base URL is configured
-// (fakellm accepts any key; the CLI insists on having one).
-const PlaceholderKey = "sk-clopen-no-key"
+// PlaceholderKey is the API key used when only a base URL is configured.
+const PlaceholderKey = engine.PlaceholderKey
 
 // EnvCredentials answers from environment variables: ANTHROPIC_API_KEY,
 // CLAUDE_CODE_OAUTH_TOKEN and ANTHROPIC_BASE_URL, with CLOPEN_LLM_BASE_URL
@@ -51,24 +39,16 @@ type EnvCredentials struct {
 
 // Credential implements Credentials.
 func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, error) {
-	get := e.Getenv
-	if get == nil {
-		get = func(string) string { return "" }
-	}
+	get := engine.Getenv(e.Getenv)
 	c := Credential{APIKey: get("ANTHROPIC_API_KEY"), OAuthToken: get("CLAUDE_CODE_OAUTH_TOKEN"), BaseURL: get("ANTHROPIC_BASE_URL")}
-	override := e.BaseURL
-	if override == "" {
-		override = get("CLOPEN_LLM_BASE_URL")
-	}
-	if override != "" {
+	if override := engine.LLMBaseURL(e.BaseURL, get); override != "" {
 		c.BaseURL = override
 		if c.APIKey == "" && c.OAuthToken == "" {
 			c.APIKey = PlaceholderKey
 		}
 	}
 	if c.APIKey == "" && c.OAuthToken == "" {
-		return Credential{}, &engine.Error{Kind: events.KindNeedsAccount,
-			Msg: "Claude Code has no account: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server"}
+		return Credential{}, engine.NoAccount("Claude Code has no account: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")
 	}
 	return c, nil
 }

@@ -6,10 +6,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-)
 
-// defaultPath is the PATH of the CLI when the worker has none.
-const defaultPath = "/usr/local/bin:/usr/bin:/bin"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
 
 // environ builds the CLI's whole environment. Nothing of the worker's own
 // environment passes but PATH, LANG and TMPDIR: the worker's secrets never
@@ -18,7 +17,7 @@ const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 // tenants and accounts never mix.
 func environ(home string, c Credential, maxRetries int) []string {
 	env := []string{
-		"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath),
+		"PATH=" + cmp.Or(os.Getenv("PATH"), engine.DefaultPath),
 		"HOME=" + home,
 		"CLAUDE_CONFIG_DIR=" + filepath.Join(home, ".claude"),
 		"LANG=" + cmp.Or(os.Getenv("LANG"), "C.UTF-8"),
@@ -43,22 +42,4 @@ func environ(home string, c Credential, maxRetries int) []string {
 		env = append(env, "ANTHROPIC_BASE_URL="+strings.TrimRight(c.BaseURL, "/"))
 	}
 	return env
-}
-
-// stateDir is the HOME of the instance of tenant and account under root.
-func stateDir(root, tenant, account string) string {
-	return filepath.Join(root, pathToken(tenant, "_"), pathToken(account, "default"))
-}
-
-// pathToken makes s safe as one path element.
-func pathToken(s, empty string) string {
-	if s == "" {
-		return empty
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, strings.ReplaceAll(s, "..", "__"))
 }

@@ -1,9 +1,7 @@
 package claude
 
 import (
-	"errors"
 	"fmt"
-	"os/exec"
 	"strings"
 
 	"clopen.dev/pkg/events"
@@ -21,50 +19,39 @@ func ResultError(l Line) error {
 	return &engine.Error{Kind: kindOf(l.APIErrorStatus, msg), Msg: msg}
 }
 
-// kindOf maps an HTTP status and a message to an error kind.
+// kindOf maps an HTTP status and a message to an error kind. A 4xx the
+// status does not decide is an invalid request only when the words do not
+// say otherwise.
 func kindOf(status int, msg string) events.ErrorKind {
-	switch {
-	case status == 401 || status == 403:
-		return events.KindAuth
-	case status == 429:
-		return events.KindRateLimited
-	case status == 404:
-		return events.KindModelUnavailable
-	case status >= 500:
-		return events.KindProvider
+	if k, ok := engine.StatusKind(status); ok {
+		return k
 	}
-	m := strings.ToLower(msg)
-	switch {
-	case engine.ContainsAny(m, "invalid api key", "authentication", "unauthorized", "please run /login", "oauth token", "not logged in"):
-		return events.KindAuth
-	case engine.ContainsAny(m, "rate limit", "rate_limit", "usage limit"):
-		return events.KindRateLimited
-	case strings.Contains(m, "model") && engine.ContainsAny(m, "not found", "not available", "does not exist", "not supported", "or newer is required"):
-		return events.KindModelUnavailable
-	case engine.ContainsAny(m, "no conversation found", "valid session id"):
-		return events.KindInvalidRequest
-	case status >= 400:
+	if k, ok := errorTable.Match(msg); ok {
+		return k
+	}
+	if status >= 400 {
 		return events.KindInvalidRequest
 	}
 	return events.KindProvider
+}
+
+// errorTable classifies Claude Code's error messages by their words.
+var errorTable = engine.ErrorTable{
+	{Kind: events.KindAuth, Words: []string{"invalid api key", "authentication", "unauthorized", "please run /login", "oauth token", "not logged in"}},
+	{Kind: events.KindRateLimited, Words: []string{"rate limit", "rate_limit", "usage limit"}},
+	{Kind: events.KindModelUnavailable, With: "model", Words: []string{"not found", "not available", "does not exist", "not supported", "or newer is required"}},
+	{Kind: events.KindInvalidRequest, Words: []string{"no conversation found", "valid session id"}},
 }
 
 // exitError classifies a process that ended without a result: its stderr
 // says why when it can (no login, an unknown session); otherwise it crashed.
 func exitError(waitErr error, stderr string) error {
 	last := engine.LastLine(stderr)
-	code := -1
-	var ee *exec.ExitError
-	if errors.As(waitErr, &ee) {
-		code = ee.ExitCode()
-	}
-	msg := fmt.Sprintf("Claude Code exited (status %d) without finishing the turn", code)
+	msg := fmt.Sprintf("Claude Code exited (status %d) without finishing the turn", engine.ExitCode(waitErr))
 	if waitErr == nil {
 		msg = "Claude Code closed its output without finishing the turn"
 	}
-	if last != "" {
-		msg += ": " + last
-	}
+	msg = engine.WithStderr(msg, stderr)
 	kind := events.KindCrashed
 	if k := kindOf(0, last); last != "" && k != events.KindProvider {
 		kind = k

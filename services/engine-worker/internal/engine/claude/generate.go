@@ -39,10 +39,10 @@ func (e *Engine) Generate(ctx context.Context, req engine.GenerateRequest) (json
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start Claude Code: " + err.Error(), Err: err}
 	}
-	e.track(p, true)
+	e.Procs.Use(p)
 	defer func() {
 		p.Stop(context.Background())
-		e.track(p, false)
+		e.Procs.Drop(p)
 	}()
 	if err := p.prompt([]map[string]any{{"type": "text", "text": req.Prompt}}); err != nil {
 		return nil, &engine.Error{Kind: events.KindCrashed, Msg: "write prompt: " + err.Error(), Err: err}

@@ -23,24 +23,13 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
-)
-
-// Defaults of Config.
-const (
-	DefaultIdleTimeout    = 5 * time.Minute
-	DefaultKillGrace      = 2 * time.Second
-	DefaultInterruptGrace = 10 * time.Second
-	DefaultCancelGrace    = 250 * time.Millisecond
 )
 
 // Config configures the adapter.
@@ -58,16 +47,16 @@ type Config struct {
 	// MaxRetries is the provider's request and stream retries; 0 means none.
 	MaxRetries int
 	// IdleTimeout retires an app-server its chat has not used this long: 0
-	// means DefaultIdleTimeout; a negative value turns warm processes off.
+	// means engine.DefaultIdleTimeout; a negative value turns warm processes off.
 	IdleTimeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means DefaultKillGrace.
+	// process group; 0 means engine.DefaultKillGrace.
 	KillGrace time.Duration
 	// InterruptGrace is how long an interrupted turn waits for codex to end
-	// it before the process is stopped; 0 means DefaultInterruptGrace.
+	// it before the process is stopped; 0 means engine.DefaultInterruptGrace.
 	InterruptGrace time.Duration
 	// CancelGrace is how long a cancelled turn's app-server gets, after the
-	// interrupt, before its group is stopped; 0 means DefaultCancelGrace.
+	// interrupt, before its group is stopped; 0 means engine.DefaultCancelGrace.
 	CancelGrace time.Duration
 	// Logger gets the adapter's diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -79,23 +68,14 @@ type Config struct {
 // Engine is the Codex adapter for one (tenant, account). Run is safe for
 // concurrent use; each chat has its own app-server.
 type Engine struct {
-	cfg Config
-	key engine.Key
-	log *slog.Logger
-
-	procs *engine.Procs[*conn] // busy and warm
-
-	mu      sync.Mutex
-	version string
-	stats   Stats
-	unknown sync.Map // methods logged as unknown (once each)
+	engine.CLI[*conn] // a warm app-server per chat
+	cfg               Config
+	key               engine.Key
+	unknown           sync.Map // methods logged as unknown (once each)
 }
 
 // Stats counts what an instance did with its processes.
-type Stats struct {
-	Started  int // app-servers started
-	WarmHits int // turns that ran on a warm app-server
-}
+type Stats = engine.Stats
 
 var (
 	_ engine.Engine    = (*Engine)(nil)
@@ -105,70 +85,13 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.KillGrace <= 0 {
-		cfg.KillGrace = DefaultKillGrace
-	}
-	if cfg.InterruptGrace <= 0 {
-		cfg.InterruptGrace = DefaultInterruptGrace
-	}
-	if cfg.CancelGrace <= 0 {
-		cfg.CancelGrace = DefaultCancelGrace
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Engine{cfg: cfg, key: key, log: log.With("engine", events.EngineCodex, "tenant", key.Tenant),
-		procs: engine.NewProcs[*conn](cfg.IdleTimeout)}
+	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	return &Engine{cfg: cfg, key: key, CLI: engine.NewCLI(engine.CLIConfig[*conn]{Engine: events.EngineCodex, Key: key,
+		Logger: cfg.Logger, IdleTimeout: cfg.IdleTimeout, Version: engine.VersionCommand{Bin: cfg.Bin}})}
 }
 
 // Type reports events.EngineCodex.
 func (e *Engine) Type() events.EngineType { return events.EngineCodex }
-
-// Stats returns the instance's counters, for tests and metrics.
-func (e *Engine) Stats() Stats {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stats
-}
-
-// Version runs `codex --version` once and reports its version number.
-func (e *Engine) Version(ctx context.Context) (string, error) {
-	e.mu.Lock()
-	v := e.version
-	e.mu.Unlock()
-	if v != "" {
-		return v, nil
-	}
-	v, err := ReadVersion(ctx, e.cfg.Bin)
-	if err != nil {
-		return "", err
-	}
-	e.mu.Lock()
-	e.version = v
-	e.mu.Unlock()
-	return v, nil
-}
-
-// ReadVersion runs `bin --version`, which prints "codex-cli 0.171.0".
-func ReadVersion(ctx context.Context, bin string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath), "HOME=" + os.TempDir()}
-	out, err := cmd.Output()
-	if err != nil {
-		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("codex --version: %v", err), Err: err}
-	}
-	f := strings.Fields(string(out))
-	if len(f) == 0 {
-		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: "codex --version printed nothing"}
-	}
-	return f[len(f)-1], nil
-}
 
 // Run runs one turn; see the package doc. It returns nil when the turn
 // ended with a result (interrupted ones included), the classified error of
@@ -197,11 +120,8 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 		// forks the thread it resumes) runs on the chat's warm app-server as
 		// well as on a fresh one, when it was started the same way
 		// (credentials, CODEX_HOME, workspace); it only skips the start.
-		if idle, ok := e.procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
+		if idle, ok := e.Procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
 			c = idle
-			e.mu.Lock()
-			e.stats.WarmHits++
-			e.mu.Unlock()
 		}
 	}
 	if c == nil {
@@ -209,12 +129,15 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 			return err
 		}
 	}
-	e.procs.Use(c)
+	if !e.Procs.Use(c) {
+		c.Stop(context.Background())
+		return engine.ShuttingDown("codex")
+	}
 	model := cmp.Or(req.Model, DefaultModel)
-	t := &turn{c: c, req: req, emit: emit, log: e.log.With("run_id", req.RunID), model: model,
+	t := &turn{c: c, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), model: model,
 		effort: ClampEffort(model, req.Effort), schema: schema, unknown: &e.unknown, cfg: &e.cfg}
 	reusable, err := t.run(ctx)
-	e.procs.Release(c, req.SessionID, reusable && warm)
+	e.Procs.Release(c, req.SessionID, reusable && warm)
 	return err
 }
 
@@ -226,9 +149,7 @@ func (e *Engine) start(ctx context.Context, h home, cred Credential, dir, spec s
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start codex app-server: " + err.Error(), Err: err}
 	}
 	c.spec = spec
-	e.mu.Lock()
-	e.stats.Started++
-	e.mu.Unlock()
+	e.Procs.Started()
 	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	_, err = c.call(ictx, "initialize", map[string]any{"clientInfo": map[string]any{"name": "clopen", "title": "Clopen",
@@ -245,10 +166,3 @@ func (e *Engine) start(ctx context.Context, h home, cred Credential, dir, spec s
 	}
 	return c, nil
 }
-
-// Warm reports how many warm app-servers the instance holds.
-func (e *Engine) Warm() int { return e.procs.Warm() }
-
-// Dispose stops every app-server of the instance, busy or warm, and waits
-// for them (or ctx).
-func (e *Engine) Dispose(ctx context.Context) error { return e.procs.Dispose(ctx) }

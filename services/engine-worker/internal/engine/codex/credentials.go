@@ -3,10 +3,7 @@ package codex
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 
-	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
@@ -24,22 +21,13 @@ type Credential struct {
 
 // fingerprint identifies the credential without revealing it, so a warm
 // app-server started with other credentials is never reused.
-func (c Credential) fingerprint() string {
-	sum := sha256.Sum256([]byte(c.APIKey + "\x00" + c.BaseURL))
-	return hex.EncodeToString(sum[:8])
-}
+func (c Credential) fingerprint() string { return engine.Fingerprint(c.APIKey, c.BaseURL) }
 
-// Credentials is the seam through which the worker gives an app-server its
-// credentials, asked once per process start for the instance's tenant and
-// account. Implementations are safe for concurrent use; an error of kind
-// events.KindNeedsAccount says nothing is configured.
-type Credentials interface {
-	Credential(ctx context.Context, tenant, account string) (Credential, error)
-}
+// Credentials gives each process its credentials (see engine.Credentials).
+type Credentials = engine.Credentials[Credential]
 
-// PlaceholderKey is the API key used when only a base URL is configured
-// (fakellm accepts any key; the provider needs one).
-const PlaceholderKey = "sk-clopen-no-key"
+// PlaceholderKey is the API key used when only a base URL is configured.
+const PlaceholderKey = engine.PlaceholderKey
 
 // EnvCredentials answers from environment variables: CODEX_API_KEY or
 // OPENAI_API_KEY, and OPENAI_BASE_URL, with CLOPEN_LLM_BASE_URL (or
@@ -53,20 +41,13 @@ type EnvCredentials struct {
 
 // Credential implements Credentials.
 func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, error) {
-	get := e.Getenv
-	if get == nil {
-		get = func(string) string { return "" }
-	}
+	get := engine.Getenv(e.Getenv)
 	c := Credential{APIKey: cmp.Or(get("CODEX_API_KEY"), get("OPENAI_API_KEY")), BaseURL: get("OPENAI_BASE_URL")}
-	if override := cmp.Or(e.BaseURL, get("CLOPEN_LLM_BASE_URL")); override != "" {
-		c.BaseURL = override
-		if c.APIKey == "" {
-			c.APIKey = PlaceholderKey
-		}
+	if override := engine.LLMBaseURL(e.BaseURL, get); override != "" {
+		c.BaseURL, c.APIKey = override, cmp.Or(c.APIKey, PlaceholderKey)
 	}
 	if c.APIKey == "" {
-		return Credential{}, &engine.Error{Kind: events.KindNeedsAccount,
-			Msg: "Codex has no account: set OPENAI_API_KEY (or CODEX_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server"}
+		return Credential{}, engine.NoAccount("Codex has no account: set OPENAI_API_KEY (or CODEX_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")
 	}
 	return c, nil
 }

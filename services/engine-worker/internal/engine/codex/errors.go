@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/exec"
-	"strings"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -52,31 +50,14 @@ func infoKind(info json.RawMessage) (events.ErrorKind, int) {
 }
 
 // kindOf maps an HTTP status and a message to an error kind.
-func kindOf(status int, msg string) events.ErrorKind {
-	switch {
-	case status == 401 || status == 403:
-		return events.KindAuth
-	case status == 429:
-		return events.KindRateLimited
-	case status == 404:
-		return events.KindModelUnavailable
-	case status >= 500:
-		return events.KindProvider
-	case status >= 400:
-		return events.KindInvalidRequest
-	}
-	m := strings.ToLower(msg)
-	switch {
-	case engine.ContainsAny(m, "401 unauthorized", "invalid api key", "incorrect api key", "authentication", "not logged in"):
-		return events.KindAuth
-	case engine.ContainsAny(m, "rate limit", "usage limit", "429"):
-		return events.KindRateLimited
-	case strings.Contains(m, "model") && engine.ContainsAny(m, "not found", "does not exist", "not supported"):
-		return events.KindModelUnavailable
-	case engine.ContainsAny(m, "no rollout found", "thread not found", "no thread", "unknown thread"):
-		return events.KindInvalidRequest
-	}
-	return events.KindProvider
+func kindOf(status int, msg string) events.ErrorKind { return errorTable.Kind(status, msg) }
+
+// errorTable classifies codex's error messages by their words.
+var errorTable = engine.ErrorTable{
+	{Kind: events.KindAuth, Words: []string{"401 unauthorized", "invalid api key", "incorrect api key", "authentication", "not logged in"}},
+	{Kind: events.KindRateLimited, Words: []string{"rate limit", "usage limit", "429"}},
+	{Kind: events.KindModelUnavailable, With: "model", Words: []string{"not found", "does not exist", "not supported"}},
+	{Kind: events.KindInvalidRequest, Words: []string{"no rollout found", "thread not found", "no thread", "unknown thread"}},
 }
 
 // rpcError classifies a failed request of the client (thread/fork of an
@@ -92,15 +73,6 @@ func rpcError(op string, err error) error {
 // exitError classifies an app-server that died: its stderr says why when
 // it can (a bad config); otherwise it crashed.
 func exitError(waitErr error, stderr string) error {
-	last := engine.LastLine(stderr)
-	code := -1
-	var ee *exec.ExitError
-	if errors.As(waitErr, &ee) {
-		code = ee.ExitCode()
-	}
-	msg := fmt.Sprintf("codex app-server exited (status %d) during the turn", code)
-	if last != "" {
-		msg += ": " + last
-	}
+	msg := engine.WithStderr(fmt.Sprintf("codex app-server exited (status %d) during the turn", engine.ExitCode(waitErr)), stderr)
 	return &engine.Error{Kind: events.KindCrashed, Msg: msg, Err: waitErr}
 }

@@ -8,14 +8,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"clopen.dev/services/engine-worker/internal/engine"
 )
 
 // keyEnv is the variable the custom provider reads its API key from: the
 // key itself never lands in config.toml.
 const keyEnv = "CLOPEN_CODEX_API_KEY"
-
-// defaultPath is the PATH of the CLI when the worker has none.
-const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 
 // home is the on-disk state of one (tenant, account): HOME, CODEX_HOME
 // (config.toml, sessions, sqlite state) and a TMPDIR that does not contain
@@ -31,7 +30,7 @@ type home struct {
 // instance (where the artifacts render AGENTS.md and prompts/), and becomes
 // CODEX_HOME.
 func newHome(root, tenant, account, configDir string) home {
-	dir := filepath.Join(root, pathToken(tenant, "_"), pathToken(account, "default"))
+	dir := engine.StateDir(root, tenant, account)
 	h := home{dir: dir, codexHome: filepath.Join(dir, "codex-home"), tmp: filepath.Join(dir, "tmp")}
 	if configDir != "" {
 		h.codexHome = configDir
@@ -46,7 +45,7 @@ func (h home) prepare(cred Credential, maxRetries int) error {
 			return fmt.Errorf("codex state dir: %w", err)
 		}
 	}
-	return writeIfChanged(filepath.Join(h.codexHome, "config.toml"), configTOML(cred, maxRetries))
+	return engine.WriteIfChanged(filepath.Join(h.codexHome, "config.toml"), configTOML(cred, maxRetries))
 }
 
 // configTOML is the hermetic configuration of every app-server: a custom
@@ -99,7 +98,7 @@ func tomlString(s string) string {
 // agent wholesale.
 func (h home) environ(cred Credential) []string {
 	return []string{
-		"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath),
+		"PATH=" + cmp.Or(os.Getenv("PATH"), engine.DefaultPath),
 		"HOME=" + h.dir,
 		"CODEX_HOME=" + h.codexHome,
 		"TMPDIR=" + h.tmp,
@@ -107,39 +106,4 @@ func (h home) environ(cred Credential) []string {
 		"NO_COLOR=1",
 		keyEnv + "=" + cred.APIKey,
 	}
-}
-
-// writeIfChanged writes data to path atomically, unless it is there already.
-func writeIfChanged(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".config-*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
-}
-
-// pathToken makes s safe as one path element.
-func pathToken(s, empty string) string {
-	if s == "" {
-		return empty
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, strings.ReplaceAll(s, "..", "__"))
 }

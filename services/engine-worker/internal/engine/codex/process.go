@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,9 +21,8 @@ type conn struct {
 	*engine.Child
 	queue *engine.Queue[Message]
 
-	nextID  atomic.Int64
-	pmu     sync.Mutex
-	pending map[int64]chan Message
+	nextID atomic.Int64
+	calls  engine.Calls[int64, Message]
 
 	spec    string // how it was started: a warm one is reused only for the same
 	started time.Time
@@ -33,7 +31,7 @@ type conn struct {
 // startConn starts argv in dir with env. grace is how long the group gets
 // between SIGTERM and SIGKILL.
 func startConn(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte)) (*conn, error) {
-	c := &conn{queue: engine.NewQueue[Message](), pending: map[int64]chan Message{}, started: time.Now()}
+	c := &conn{queue: engine.NewQueue[Message](), started: time.Now()}
 	child, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
 		Line: c.route, Closed: c.queue.Close})
 	if err != nil {
@@ -58,45 +56,24 @@ func (c *conn) route(line []byte) {
 }
 
 func (c *conn) deliver(m Message) {
-	id, err := strconv.ParseInt(string(m.ID), 10, 64)
-	if err != nil {
-		return
-	}
-	c.pmu.Lock()
-	ch := c.pending[id]
-	delete(c.pending, id)
-	c.pmu.Unlock()
-	if ch != nil {
-		ch <- m
+	if id, err := strconv.ParseInt(string(m.ID), 10, 64); err == nil {
+		c.calls.Deliver(id, m)
 	}
 }
 
 // call sends a request and waits for its response.
 func (c *conn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	id := c.nextID.Add(1)
-	ch := make(chan Message, 1)
-	c.pmu.Lock()
-	c.pending[id] = ch
-	c.pmu.Unlock()
-	defer func() {
-		c.pmu.Lock()
-		delete(c.pending, id)
-		c.pmu.Unlock()
-	}()
-	if err := c.Send(map[string]any{"id": id, "method": method, "params": params}); err != nil {
+	m, err := c.calls.Call(ctx, id, c.Done(), errClosed, func() error {
+		return c.Send(map[string]any{"id": id, "method": method, "params": params})
+	})
+	if err != nil {
 		return nil, err
 	}
-	select {
-	case m := <-ch:
-		if m.Error != nil {
-			return nil, m.Error
-		}
-		return m.Result, nil
-	case <-c.Done():
-		return nil, errClosed
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+	if m.Error != nil {
+		return nil, m.Error
 	}
+	return m.Result, nil
 }
 
 // notify sends a notification.

@@ -57,9 +57,9 @@ func (e *Engine) readModels(ctx context.Context, configDir string) ([]ModelInfo,
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start pi: " + err.Error(), Err: err}
 	}
-	e.procs.Use(c)
+	e.Procs.Use(c)
 	// Retired in the background: a pi slow to die does not hold the answer up.
-	defer e.procs.Release(c, "", false)
+	defer e.Procs.Release(c, "", false)
 	data, err := c.call(ctx, map[string]any{"type": "get_available_models"})
 	switch {
 	case errors.Is(err, errClosed):

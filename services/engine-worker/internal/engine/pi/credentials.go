@@ -3,10 +3,7 @@ package pi
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 
-	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
@@ -29,10 +26,7 @@ type Credential struct {
 
 // fingerprint identifies the credential without revealing it, so a warm
 // process started with other credentials is never reused.
-func (c Credential) fingerprint() string {
-	sum := sha256.Sum256([]byte(c.API + "\x00" + c.APIKey + "\x00" + c.BaseURL))
-	return hex.EncodeToString(sum[:8])
-}
+func (c Credential) fingerprint() string { return engine.Fingerprint(c.API, c.APIKey, c.BaseURL) }
 
 // provider is the pi provider the credential's models are under.
 func (c Credential) provider() string {
@@ -42,16 +36,11 @@ func (c Credential) provider() string {
 	return "anthropic"
 }
 
-// Credentials is the seam through which the worker gives a pi process its
-// credentials, asked once per process start for the instance's tenant and
-// account. Implementations are safe for concurrent use; an error of kind
-// events.KindNeedsAccount says nothing is configured.
-type Credentials interface {
-	Credential(ctx context.Context, tenant, account string) (Credential, error)
-}
+// Credentials gives each process its credentials (see engine.Credentials).
+type Credentials = engine.Credentials[Credential]
 
 // PlaceholderKey is the API key used when only a base URL is configured.
-const PlaceholderKey = "sk-clopen-no-key"
+const PlaceholderKey = engine.PlaceholderKey
 
 // EnvCredentials answers from environment variables: CLOPEN_PI_API picks
 // the API (anthropic-messages unless it says openai-completions), whose
@@ -67,23 +56,16 @@ type EnvCredentials struct {
 
 // Credential implements Credentials.
 func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, error) {
-	get := e.Getenv
-	if get == nil {
-		get = func(string) string { return "" }
-	}
+	get := engine.Getenv(e.Getenv)
 	c := Credential{API: APIAnthropic, APIKey: get("ANTHROPIC_API_KEY"), BaseURL: get("ANTHROPIC_BASE_URL")}
 	if get("CLOPEN_PI_API") == APIOpenAICompletions {
 		c = Credential{API: APIOpenAICompletions, APIKey: get("OPENAI_API_KEY"), BaseURL: get("OPENAI_BASE_URL")}
 	}
-	if override := cmp.Or(e.BaseURL, get("CLOPEN_LLM_BASE_URL")); override != "" {
-		c.BaseURL = override
-		if c.APIKey == "" {
-			c.APIKey = PlaceholderKey
-		}
+	if override := engine.LLMBaseURL(e.BaseURL, get); override != "" {
+		c.BaseURL, c.APIKey = override, cmp.Or(c.APIKey, PlaceholderKey)
 	}
 	if c.APIKey == "" {
-		return Credential{}, &engine.Error{Kind: events.KindNeedsAccount,
-			Msg: "pi has no account: set ANTHROPIC_API_KEY (or CLOPEN_PI_API=openai-completions with OPENAI_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server"}
+		return Credential{}, engine.NoAccount("pi has no account: set ANTHROPIC_API_KEY (or CLOPEN_PI_API=openai-completions with OPENAI_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")
 	}
 	return c, nil
 }

@@ -3,9 +3,7 @@ package pi
 import (
 	"cmp"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -54,44 +52,19 @@ func turnError(msg string) error {
 }
 
 // kindOf maps an HTTP status and a message to an error kind.
-func kindOf(status int, msg string) events.ErrorKind {
-	switch {
-	case status == 401 || status == 403:
-		return events.KindAuth
-	case status == 429:
-		return events.KindRateLimited
-	case status == 404:
-		return events.KindModelUnavailable
-	case status >= 500:
-		return events.KindProvider
-	case status >= 400:
-		return events.KindInvalidRequest
-	}
-	m := strings.ToLower(msg)
-	switch {
-	case engine.ContainsAny(m, "invalid api key", "invalid x-api-key", "authentication", "unauthorized", "no api key"):
-		return events.KindAuth
-	case engine.ContainsAny(m, "rate limit", "rate_limit", "overloaded"):
-		return events.KindRateLimited
-	case strings.Contains(m, "model") && engine.ContainsAny(m, "not found", "does not exist", "not supported"):
-		return events.KindModelUnavailable
-	}
-	return events.KindProvider
+func kindOf(status int, msg string) events.ErrorKind { return errorTable.Kind(status, msg) }
+
+// errorTable classifies pi's error messages by their words.
+var errorTable = engine.ErrorTable{
+	{Kind: events.KindAuth, Words: []string{"invalid api key", "invalid x-api-key", "authentication", "unauthorized", "no api key"}},
+	{Kind: events.KindRateLimited, Words: []string{"rate limit", "rate_limit", "overloaded"}},
+	{Kind: events.KindModelUnavailable, With: "model", Words: []string{"not found", "does not exist", "not supported"}},
 }
 
 // exitError classifies a pi process that died: its stderr says why when it
 // can; otherwise it crashed.
 func exitError(waitErr error, stderr string) error {
-	last := engine.LastLine(stderr)
-	code := -1
-	var ee *exec.ExitError
-	if errors.As(waitErr, &ee) {
-		code = ee.ExitCode()
-	}
-	msg := fmt.Sprintf("pi exited (status %d)", code)
-	if last != "" {
-		msg += ": " + last
-	}
+	msg := engine.WithStderr(fmt.Sprintf("pi exited (status %d)", engine.ExitCode(waitErr)), stderr)
 	return &engine.Error{Kind: events.KindCrashed, Msg: msg, Err: waitErr}
 }
 

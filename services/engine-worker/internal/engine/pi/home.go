@@ -1,7 +1,6 @@
 package pi
 
 import (
-	"bytes"
 	"cmp"
 	_ "embed"
 	"encoding/json"
@@ -9,15 +8,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"clopen.dev/services/engine-worker/internal/engine"
 )
 
 // keyEnv is the variable models.json names as the API key: the key itself
 // never lands on disk.
 const keyEnv = "CLOPEN_PI_API_KEY"
-
-// defaultPath is the PATH of the CLI when the worker has none (pi runs on
-// the node it finds there).
-const defaultPath = "/usr/local/bin:/usr/bin:/bin"
 
 //go:embed extension/clopen.ts
 var extensionSource []byte
@@ -35,7 +32,7 @@ type home struct {
 // (where the artifacts render AGENTS.md, skills and prompts for pi) and
 // becomes the agent dir.
 func newHome(root, tenant, account, configDir string) home {
-	dir := filepath.Join(root, pathToken(tenant, "_"), pathToken(account, "default"))
+	dir := engine.StateDir(root, tenant, account)
 	h := home{dir: dir, agentDir: filepath.Join(dir, "agent")}
 	if configDir != "" {
 		h.agentDir = configDir
@@ -46,7 +43,7 @@ func newHome(root, tenant, account, configDir string) home {
 // sessions is the sessions dir of a project: resuming finds sessions of
 // the same project only.
 func (h home) sessions(project string) string {
-	return filepath.Join(h.dir, "sessions", pathToken(project, "_"))
+	return filepath.Join(h.dir, "sessions", engine.PathToken(project, "_"))
 }
 
 func (h home) extension() string { return filepath.Join(h.dir, "extension", "clopen.ts") }
@@ -61,7 +58,7 @@ func (h home) prepare(cred Credential, model, project string) error {
 	if err := h.writeModels(cred, model); err != nil {
 		return err
 	}
-	return writeIfChanged(h.extension(), extensionSource)
+	return engine.WriteIfChanged(h.extension(), extensionSource)
 }
 
 // writeModels writes the agent dir's models.json (see modelsJSON).
@@ -69,7 +66,7 @@ func (h home) writeModels(cred Credential, model string) error {
 	if err := os.MkdirAll(h.agentDir, 0o700); err != nil {
 		return fmt.Errorf("pi state dir: %w", err)
 	}
-	return writeIfChanged(filepath.Join(h.agentDir, "models.json"), modelsJSON(cred, model))
+	return engine.WriteIfChanged(filepath.Join(h.agentDir, "models.json"), modelsJSON(cred, model))
 }
 
 // modelsJSON points pi at the account's provider: the built-in Anthropic
@@ -95,7 +92,7 @@ func modelsJSON(cred Credential, model string) []byte {
 // environment passes but PATH, LANG and TMPDIR.
 func (h home) environ(cred Credential) []string {
 	return []string{
-		"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath),
+		"PATH=" + cmp.Or(os.Getenv("PATH"), engine.DefaultPath),
 		"HOME=" + h.dir,
 		"PI_CODING_AGENT_DIR=" + h.agentDir,
 		"PI_OFFLINE=1", // no version checks, no package fetches
@@ -104,28 +101,6 @@ func (h home) environ(cred Credential) []string {
 		"NO_COLOR=1",
 		keyEnv + "=" + cred.APIKey,
 	}
-}
-
-// writeIfChanged writes data to path atomically, unless it is there already.
-func writeIfChanged(path string, data []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
-		return nil
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".clopen-*.tmp")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
 }
 
 // findSession returns the file of session id in dir: pi names them
@@ -139,17 +114,4 @@ func findSession(dir, id string) (string, bool) {
 		return "", false
 	}
 	return matches[len(matches)-1], true
-}
-
-// pathToken makes s safe as one path element.
-func pathToken(s, empty string) string {
-	if s == "" {
-		return empty
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
-			return r
-		}
-		return '_'
-	}, strings.ReplaceAll(s, "..", "__"))
 }

@@ -25,7 +25,7 @@ func (h home) mcpFiles(servers []engine.MCPServer) (list, status string, err err
 	data := mcpJSON(servers)
 	sum := sha256.Sum256(data)
 	list = filepath.Join(dir, hex.EncodeToString(sum[:8])+".json")
-	if err := writeIfChanged(list, data); err != nil {
+	if err := engine.WriteIfChanged(list, data); err != nil {
 		return "", "", err
 	}
 	f, err := os.CreateTemp(dir, "status-*.json")

@@ -24,21 +24,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
-)
-
-// Defaults of Config.
-const (
-	DefaultIdleTimeout    = 5 * time.Minute
-	DefaultKillGrace      = 2 * time.Second
-	DefaultInterruptGrace = 10 * time.Second
-	DefaultCancelGrace    = 250 * time.Millisecond
 )
 
 // Config configures the adapter.
@@ -57,16 +48,16 @@ type Config struct {
 	// rate limited, 5xx) on.
 	Retry bool
 	// IdleTimeout retires a process its chat has not used this long: 0
-	// means DefaultIdleTimeout; a negative value turns warm processes off.
+	// means engine.DefaultIdleTimeout; a negative value turns warm processes off.
 	IdleTimeout time.Duration
 	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means DefaultKillGrace.
+	// process group; 0 means engine.DefaultKillGrace.
 	KillGrace time.Duration
 	// InterruptGrace is how long an interrupted turn waits for pi to end it
-	// before the process is stopped; 0 means DefaultInterruptGrace.
+	// before the process is stopped; 0 means engine.DefaultInterruptGrace.
 	InterruptGrace time.Duration
 	// CancelGrace is how long a cancelled turn's pi gets, after the abort,
-	// before its group is stopped; 0 means DefaultCancelGrace.
+	// before its group is stopped; 0 means engine.DefaultCancelGrace.
 	CancelGrace time.Duration
 	// Logger gets the adapter's diagnostics; nil discards them.
 	Logger *slog.Logger
@@ -78,23 +69,14 @@ type Config struct {
 // Engine is the pi adapter for one (tenant, account). Run is safe for
 // concurrent use; each chat has its own process.
 type Engine struct {
-	cfg Config
-	key engine.Key
-	log *slog.Logger
-
-	procs *engine.Procs[*conn] // busy and warm
-
-	mu      sync.Mutex
-	version string
-	stats   Stats
-	unknown sync.Map // event types logged as unknown (once each)
+	engine.CLI[*conn] // a warm pi per chat
+	cfg               Config
+	key               engine.Key
+	unknown           sync.Map // event types logged as unknown (once each)
 }
 
 // Stats counts what an instance did with its processes.
-type Stats struct {
-	Started  int // processes started
-	WarmHits int // turns that ran on a warm process
-}
+type Stats = engine.Stats
 
 var (
 	_ engine.Engine    = (*Engine)(nil)
@@ -104,70 +86,15 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	if cfg.IdleTimeout == 0 {
-		cfg.IdleTimeout = DefaultIdleTimeout
-	}
-	if cfg.KillGrace <= 0 {
-		cfg.KillGrace = DefaultKillGrace
-	}
-	if cfg.InterruptGrace <= 0 {
-		cfg.InterruptGrace = DefaultInterruptGrace
-	}
-	if cfg.CancelGrace <= 0 {
-		cfg.CancelGrace = DefaultCancelGrace
-	}
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Engine{cfg: cfg, key: key, log: log.With("engine", events.EnginePi, "tenant", key.Tenant),
-		procs: engine.NewProcs[*conn](cfg.IdleTimeout)}
+	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	return &Engine{cfg: cfg, key: key, CLI: engine.NewCLI(engine.CLIConfig[*conn]{Engine: events.EnginePi, Key: key,
+		Logger: cfg.Logger, IdleTimeout: cfg.IdleTimeout,
+		// pi prints its version on stderr.
+		Version: engine.VersionCommand{Bin: cfg.Bin, Env: []string{"PI_OFFLINE=1"}, Stderr: true, Timeout: 20 * time.Second}})}
 }
 
 // Type reports events.EnginePi.
 func (e *Engine) Type() events.EngineType { return events.EnginePi }
-
-// Stats returns the instance's counters, for tests and metrics.
-func (e *Engine) Stats() Stats {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.stats
-}
-
-// Version runs `pi --version` once and reports its version number.
-func (e *Engine) Version(ctx context.Context) (string, error) {
-	e.mu.Lock()
-	v := e.version
-	e.mu.Unlock()
-	if v != "" {
-		return v, nil
-	}
-	v, err := ReadVersion(ctx, e.cfg.Bin)
-	if err != nil {
-		return "", err
-	}
-	e.mu.Lock()
-	e.version = v
-	e.mu.Unlock()
-	return v, nil
-}
-
-// ReadVersion runs `bin --version`, which prints "0.73.1" (on stderr).
-func ReadVersion(ctx context.Context, bin string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--version")
-	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), defaultPath), "HOME=" + os.TempDir(), "PI_OFFLINE=1"}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: fmt.Sprintf("pi --version: %v", err), Err: err}
-	}
-	f := strings.Fields(string(out))
-	if len(f) == 0 {
-		return "", &engine.Error{Kind: events.KindNotInstalled, Msg: "pi --version printed nothing"}
-	}
-	return f[len(f)-1], nil
-}
 
 // Run runs one turn; see the package doc. It returns nil when the turn
 // ended with a result (interrupted ones included), the classified error of
@@ -195,11 +122,8 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		// so the chat's warm pi, started the same way (credentials, agent
 		// dir, project, workspace, MCP servers, policy), only skips pi's
 		// start-up of about a second.
-		if idle, ok := e.procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
+		if idle, ok := e.Procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
 			c = idle
-			e.mu.Lock()
-			e.stats.WarmHits++
-			e.mu.Unlock()
 		}
 	}
 	if c == nil {
@@ -207,11 +131,14 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 			return err
 		}
 	}
-	e.procs.Use(c)
-	t := &turn{c: c, req: req, emit: emit, log: e.log.With("run_id", req.RunID), cfg: &e.cfg, unknown: &e.unknown,
+	if !e.Procs.Use(c) {
+		c.Stop(context.Background())
+		return engine.ShuttingDown("pi")
+	}
+	t := &turn{c: c, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), cfg: &e.cfg, unknown: &e.unknown,
 		model: model, provider: cred.provider(), sessions: h.sessions(req.ProjectID)}
 	reusable, err := t.run(ctx)
-	e.procs.Release(c, req.SessionID, reusable && warm)
+	e.Procs.Release(c, req.SessionID, reusable && warm)
 	return err
 }
 
@@ -238,9 +165,7 @@ func (e *Engine) start(ctx context.Context, h home, cred Credential, model strin
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start pi: " + err.Error(), Err: err}
 	}
 	c.spec = spec
-	e.mu.Lock()
-	e.stats.Started++
-	e.mu.Unlock()
+	e.Procs.Started()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 60*time.Second)
 	defer cancel()
 	if _, err := c.call(sctx, map[string]any{"type": "set_auto_retry", "enabled": e.cfg.Retry}); err != nil {
@@ -253,13 +178,6 @@ func (e *Engine) start(ctx context.Context, h home, cred Credential, model strin
 	c.mcp = mcpStatus(req.MCPServers, status)
 	return c, nil
 }
-
-// Warm reports how many warm processs the instance holds.
-func (e *Engine) Warm() int { return e.procs.Warm() }
-
-// Dispose stops every process of the instance, busy or warm, and waits
-// for them (or ctx).
-func (e *Engine) Dispose(ctx context.Context) error { return e.procs.Dispose(ctx) }
 
 // policyJSON is the run's permission policy as the extension reads it.
 func policyJSON(req engine.Request) []byte {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -24,9 +23,8 @@ type conn struct {
 	*engine.Child
 	queue *engine.Queue[Event]
 
-	nextID  atomic.Int64
-	pmu     sync.Mutex
-	pending map[string]chan Event
+	nextID atomic.Int64
+	calls  engine.Calls[string, Event]
 
 	spec    string // how it was started: a warm one is reused only for the same
 	started time.Time
@@ -38,7 +36,7 @@ type conn struct {
 // startConn starts argv in dir with env. grace is how long the group gets
 // between SIGTERM and SIGKILL.
 func startConn(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte)) (*conn, error) {
-	c := &conn{queue: engine.NewQueue[Event](), pending: map[string]chan Event{}, started: time.Now(), fresh: true}
+	c := &conn{queue: engine.NewQueue[Event](), started: time.Now(), fresh: true}
 	child, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
 		Line: c.route, Closed: c.queue.Close})
 	if err != nil {
@@ -61,44 +59,21 @@ func (c *conn) route(line []byte) {
 	}
 }
 
-func (c *conn) deliver(ev Event) {
-	c.pmu.Lock()
-	ch := c.pending[ev.ID]
-	delete(c.pending, ev.ID)
-	c.pmu.Unlock()
-	if ch != nil {
-		ch <- ev
-	}
-}
+func (c *conn) deliver(ev Event) { c.calls.Deliver(ev.ID, ev) }
 
 // call sends a command and waits for its response; a response with
 // success false is an error.
 func (c *conn) call(ctx context.Context, command map[string]any) (json.RawMessage, error) {
 	id := "c" + strconv.FormatInt(c.nextID.Add(1), 10)
-	ch := make(chan Event, 1)
-	c.pmu.Lock()
-	c.pending[id] = ch
-	c.pmu.Unlock()
-	defer func() {
-		c.pmu.Lock()
-		delete(c.pending, id)
-		c.pmu.Unlock()
-	}()
 	command["id"] = id
-	if err := c.Send(command); err != nil {
+	ev, err := c.calls.Call(ctx, id, c.Done(), errClosed, func() error { return c.Send(command) })
+	if err != nil {
 		return nil, err
 	}
-	select {
-	case ev := <-ch:
-		if ev.Success != nil && !*ev.Success {
-			return nil, commandError(ev.Command, cmp.Or(ev.Error, "refused"))
-		}
-		return ev.Data, nil
-	case <-c.Done():
-		return nil, errClosed
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+	if ev.Success != nil && !*ev.Success {
+		return nil, commandError(ev.Command, cmp.Or(ev.Error, "refused"))
 	}
+	return ev.Data, nil
 }
 
 // uiRespond answers an extension UI dialog.
