@@ -115,3 +115,37 @@ func TestAStoppingReplicaDropsNoRequest(t *testing.T) {
 		t.Errorf("%d of %d calls failed while a replica stopped", n, calls.Load())
 	}
 }
+
+// A handler that fails because its caller's deadline passed (a query
+// cancelled under it) answers 504, not an internal error, and nothing is
+// reported as internal.
+func TestAHandlerPastItsDeadlineAnswers504(t *testing.T) {
+	nc, _ := natstest.Connect(t, natstest.Start(t))
+	s, err := micro.AddService(nc, micro.Config{Name: "demo", Version: "0.0.1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := svc.NewServer(t.Context(), nc, s)
+	defer srv.Stop()
+	var internal atomic.Int32
+	err = s.AddEndpoint("stuck", srv.Bind(svc.Handler(func(error) { internal.Add(1) }, func(ctx context.Context, _ struct{}) (struct{}, error) {
+		<-ctx.Done()
+		return struct{}{}, fmt.Errorf("query: %w", ctx.Err())
+	})), micro.WithEndpointSubject("svc.demo.stuck"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := nats.NewMsg("svc.demo.stuck")
+	msg.Data = []byte("{}")
+	msg.Header.Set(svc.TimeoutHeader, "200") // the handler's deadline; we wait longer for its answer
+	reply, err := nc.RequestMsg(msg, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := reply.Header.Get(micro.ErrorCodeHeader); code != "504" {
+		t.Errorf("a handler past its deadline answered %s %s, want 504", code, reply.Data)
+	}
+	if n := internal.Load(); n != 0 {
+		t.Errorf("%d internal errors reported for a deadline", n)
+	}
+}

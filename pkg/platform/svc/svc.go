@@ -130,8 +130,9 @@ type Endpoint func(ctx context.Context, r micro.Request)
 // Handler adapts a typed function to an Endpoint: the request body is
 // decoded strictly into Req (an error names the problem; a string holding
 // NUL, which Postgres cannot store, is refused naming its field), the function's
-// error is sent as an APIError (anything not already one becomes a 500 whose
-// detail is logged, not sent), and its result as JSON.
+// error is sent as an APIError (anything not already one becomes a 504 when
+// the caller's deadline has passed, a 503 when the service stopped it, else
+// a 500 whose detail is logged, not sent), and its result as JSON.
 func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, req Req) (Resp, error)) Endpoint {
 	return func(ctx context.Context, r micro.Request) {
 		var req Req
@@ -148,7 +149,15 @@ func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, 
 		resp, err := f(ctx, req)
 		if err != nil {
 			var apiErr *events.APIError
-			if !errors.As(err, &apiErr) {
+			switch {
+			case errors.As(err, &apiErr):
+			case errors.Is(ctx.Err(), context.DeadlineExceeded):
+				// It failed because the caller's deadline passed (a query
+				// cancelled, say): the caller's timeout, not our fault.
+				apiErr = Errorf(http.StatusGatewayTimeout, "timeout", "%s did not finish in time", r.Subject())
+			case ctx.Err() != nil:
+				apiErr = Unavailable("the service stopped before the request finished")
+			default:
 				if onInternal != nil {
 					onInternal(err)
 				}

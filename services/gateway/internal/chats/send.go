@@ -2,6 +2,7 @@ package chats
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -34,7 +35,11 @@ func (c *Chats) Send(ctx context.Context, p identity.Principal, t Turn) (events.
 	for range startAttempts {
 		actx, cancel := context.WithTimeout(ctx, c.cfg.StartTimeout)
 		err := c.call(actx, events.OpStart, req, &out)
-		timedOut := err != nil && actx.Err() != nil && ctx.Err() == nil
+		// Either this attempt's deadline passed, or streammgr says it did
+		// (its answer came first).
+		var apiErr *events.APIError
+		late := actx.Err() != nil || errors.As(err, &apiErr) && apiErr.Status == http.StatusGatewayTimeout
+		timedOut := err != nil && late && ctx.Err() == nil
 		cancel()
 		if !timedOut {
 			return out, err
