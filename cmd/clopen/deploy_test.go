@@ -32,7 +32,7 @@ type manifest struct {
 type podSpec struct {
 	AutomountServiceAccountToken *bool `yaml:"automountServiceAccountToken"`
 	SecurityContext              struct {
-		RunAsNonRoot   bool `yaml:"runAsNonRoot"`
+		RunAsNonRoot   bool                  `yaml:"runAsNonRoot"`
 		SeccompProfile struct{ Type string } `yaml:"seccompProfile"`
 	} `yaml:"securityContext"`
 	Containers []struct {
