@@ -22,6 +22,7 @@ import (
 	"clopen.dev/pkg/platform/servekit"
 	"clopen.dev/pkg/platform/telemetry"
 	"clopen.dev/services/artifacts"
+	worker "clopen.dev/services/engine-worker"
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/fakellm"
 	"clopen.dev/services/gateway"
@@ -92,8 +93,16 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	defer func() { _ = tel.Shutdown(context.Background()) }()
+	// The worker reads its variables as a standalone one does
+	// (CLOPEN_WORKSPACES, CLOPEN_WORKER_CAPACITY, …); unset, its dirs go
+	// under the data dir.
+	wc, err := worker.ConfigFromEnv(getenv)
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	st, err := stack.Start(ctx, stack.Config{Dir: dir, NATSPort: natsPort, DatabaseURL: dbURL, HTTP: ln, Logger: logger,
-		Engines: &setup,
+		Engines: &setup, Worker: wc,
 		Artifacts: artifacts.Config{DataDir: dir, MasterKey: getenv("CLOPEN_MASTER_KEY"), RealHome: getenv("CLOPEN_ARTIFACTS_REAL_HOME"),
 			// One developer's machine: a provider may name a model server of its own.
 			Egress: egress.Policy{Allow: egress.ParseAllow(devProviderAllow + "," + getenv(artifacts.EnvProviderAllow))}}})

@@ -14,6 +14,12 @@ import (
 // runEngines is `clopen engines install <engine>` and `clopen engines doctor`.
 func runEngines(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	usage := "usage: clopen engines install <engine> | clopen engines doctor; engines: " + engineNames()
+	if wantsHelp(args) {
+		fmt.Fprintln(stdout, usage+"\n\ninstall puts the engine's pinned npm package under the engines dir "+
+			"($CLOPEN_ENGINES_DIR, else <data dir>/engines; npm's cache in $CLOPEN_NPM_CACHE);\n"+
+			"doctor says which engines are ready and what to do about the others")
+		return nil
+	}
 	if len(args) == 0 {
 		return fmt.Errorf("%s", usage)
 	}

@@ -5,19 +5,27 @@ package main
 
 import (
 	"context"
-
-	"clopen.dev/services/engine-worker/fakellm"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
+	"slices"
 	"syscall"
+
+	"clopen.dev/services/engine-worker/fakellm"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return // the command's flag set has printed its usage
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "clopen:", err)
 		os.Exit(1)
 	}
@@ -34,9 +42,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return nil
 	case "dev":
 		return runDev(ctx, args[1:], getenv, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintln(stdout, version())
+		return nil
 	case "serve":
-		return runServe(ctx, args[1:], getenv, stderr)
+		return runServe(ctx, args[1:], getenv, stdout, stderr)
 	case "migrate":
+		if wantsHelp(args[1:]) {
+			fmt.Fprint(stdout, "usage: clopen migrate\n\napplies every service's pending database migrations to DATABASE_URL\n"+
+				"(clopen dev migrates its own database at start)\n")
+			return nil
+		}
 		return runMigrate(ctx, getenv, stdout, stderr)
 	case "postgres":
 		return runPostgres(ctx, args[1:], getenv, stdout, stderr)
@@ -68,6 +84,7 @@ commands:
                       at an in-process mock LLM; listens on $CLOPEN_HTTP_ADDR (default
                       127.0.0.1:8420), health and metrics on $CLOPEN_ADMIN_ADDR
                       (default 127.0.0.1:8421, off for none)
+  version             print the build's version
   serve <service>     run one service: gateway, streammgr, engine-worker, artifacts, mcp-bridge
   migrate             apply every service's database migrations (DATABASE_URL)
   postgres --dir D    run a private PostgreSQL cluster in the foreground
@@ -84,4 +101,35 @@ commands:
                       http://$CLOPEN_HTTP_ADDR; key $CLOPEN_API_KEY or the dev key;
                       --project --session --new --engine --model)
 `)
+}
+
+// wantsHelp reports whether args ask for a command's usage.
+func wantsHelp(args []string) bool {
+	return slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) ||
+		len(args) > 0 && args[0] == "help"
+}
+
+// version names the build: the module version (or "(devel)"), the commit
+// and whether the tree was modified, and the Go version.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "clopen (unknown build)"
+	}
+	v := "clopen " + info.Main.Version
+	var rev, modified string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				modified = ", modified"
+			}
+		}
+	}
+	if rev != "" {
+		v += fmt.Sprintf(" (%.12s%s)", rev, modified)
+	}
+	return v + " " + info.GoVersion
 }

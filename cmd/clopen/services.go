@@ -37,7 +37,13 @@ func serviceNames() string {
 	return strings.Join(names, ", ")
 }
 
-func runServe(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer) error {
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if wantsHelp(args) {
+		fmt.Fprintf(stdout, "usage: clopen serve <service>\n\nruns one service as its own process; services: %s\n"+
+			"configured by CLOPEN_NATS_URL (default nats://127.0.0.1:4222), DATABASE_URL, CLOPEN_ADMIN_ADDR\n"+
+			"(health and metrics) and the service's own variables (docs/OPERATIONS.md)\n", serviceNames())
+		return nil
+	}
 	if len(args) != 1 {
 		return fmt.Errorf("usage: clopen serve <service>; services: %s", serviceNames())
 	}
