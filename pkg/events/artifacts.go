@@ -59,6 +59,8 @@ const (
 	// engine workers only: the gateway never routes it.
 	OpAccountsResolve = "accounts.resolve"
 
+	// OpPlan is retired: artifacts answers OpContent, and the worker
+	// renders the plan through its engine's layout.
 	OpPlan     = "plan"
 	OpExpand   = "expand"
 	OpDetect   = "detect"
@@ -374,7 +376,8 @@ type ResolvedAccount struct {
 	Options map[string]string `json:"options,omitempty"`
 }
 
-// PlanRequest asks for the render plan of a run.
+// PlanRequest asked for the render plan of a run (OpPlan, retired; see
+// ContentRequest).
 type PlanRequest struct {
 	Caller
 	Engine    EngineType `json:"engine"`
@@ -391,6 +394,7 @@ const ConfigDirToken = "${CLOPEN_CONFIG_DIR}"
 
 // RenderPlan is what a worker materialises into an engine's isolated config
 // dir before a run, in order: prunes, then files, then the legacy cleanup.
+// plan.Render places a run's Content through the engine's layout into one.
 // Paths are relative to the config dir and never leave it.
 type RenderPlan struct {
 	Engine   EngineType `json:"engine"`

@@ -6,8 +6,8 @@ package events
 // "reasoningEffort"} with the last six omitted when empty (reasoningEffort:
 // when nil). ToolUseID names the parked question or permission prompt of an
 // awaiting_input state: the id a client answers. ArtifactRevision, on the
-// running transition, is the tenant's artifact revision whose render plan
-// the worker applied before starting the engine. The
+// running transition, is the tenant's artifact revision whose content the
+// worker applied before starting the engine. The
 // worker and the stream manager publish it on the run's event stream like any
 // other output, so that every transition (cancelling, then cancelled) reaches
 // the stream manager, the event log and, as chat:run-state, the clients.

@@ -67,7 +67,7 @@ func (a *api) endpoints(s micro.Service, srv *svc.Server) error {
 		events.OpAccountsActivate: svc.Handler(onInternal, guard(a.activateAccount)),
 		events.OpAccountsResolve:  svc.Handler(onInternal, guard(a.resolveAccount)),
 
-		events.OpPlan:     svc.Handler(onInternal, guard(a.plan)),
+		events.OpContent:  svc.Handler(onInternal, guard(a.content)),
 		events.OpExpand:   svc.Handler(onInternal, guard(a.expand)),
 		events.OpDetect:   svc.Handler(onInternal, guard(a.detect)),
 		events.OpAdopt:    svc.Handler(onInternal, guard(a.adopt)),

@@ -28,7 +28,6 @@ import (
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/pkg/platform/svc"
-	"clopen.dev/services/artifacts/internal/matrix"
 	"clopen.dev/services/artifacts/internal/seal"
 	"clopen.dev/services/artifacts/internal/store"
 )
@@ -167,20 +166,6 @@ func (a *api) publish(ctx context.Context, kv jetstream.KeyValue, tenant string,
 	if _, err := kv.Put(context.WithoutCancel(ctx), tenant, []byte(strconv.FormatInt(rev, 10))); err != nil {
 		a.log.WarnContext(ctx, "publish artifact revision", "tenant", tenant, "revision", rev, "err", err)
 	}
-}
-
-// adoptable lists the real engine dirs of home that entries may link into.
-func adoptable(home string) []string {
-	if home == "" {
-		return nil
-	}
-	var out []string
-	for _, r := range matrix.All() {
-		if r.Real != "" {
-			out = append(out, filepath.Join(home, r.Real))
-		}
-	}
-	return out
 }
 
 // Serve runs the service as its own process, configured from the environment.

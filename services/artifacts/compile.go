@@ -7,7 +7,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/svc"
-	"clopen.dev/services/artifacts/internal/render"
+	"clopen.dev/services/artifacts/internal/content"
 	"clopen.dev/services/artifacts/internal/resolve"
 	"clopen.dev/services/artifacts/internal/skills"
 	"clopen.dev/services/artifacts/internal/store"
@@ -32,43 +32,43 @@ func profileID(p *resolve.Profile) string {
 	return p.ID
 }
 
-// plan compiles the render plan of a run. The revision is read first, so
-// the plan is at least as new as the revision it reports.
-func (a *api) plan(ctx context.Context, t string, r events.PlanRequest) (events.RenderPlan, error) {
+// content compiles the content of a run. The revision is read first, so
+// the content is at least as new as the revision it reports.
+func (a *api) content(ctx context.Context, t string, r events.ContentRequest) (events.Content, error) {
 	if !r.Engine.Valid() {
-		return events.RenderPlan{}, svc.Invalid("engine %q: unknown", r.Engine)
+		return events.Content{}, svc.Invalid("engine %q: unknown", r.Engine)
 	}
 	rev, err := a.st.Revision(ctx, t)
 	if err != nil {
-		return events.RenderPlan{}, err
+		return events.Content{}, err
 	}
 	prof, err := a.profile(ctx, t, r.ProjectID, r.ProfileID)
 	if err != nil {
-		return events.RenderPlan{}, err
+		return events.Content{}, err
 	}
-	in := render.Input{Engine: r.Engine, Revision: rev, Profile: prof}
+	in := content.Input{Engine: r.Engine, Revision: rev, Profile: prof}
 	var warnings []string
 	if in.Skills, warnings, err = a.st.LoadSkills(ctx, t); err != nil {
-		return events.RenderPlan{}, err
+		return events.Content{}, err
 	}
 	for _, w := range warnings {
-		a.log.WarnContext(ctx, "skill left out of the plan", "tenant", t, "reason", w)
+		a.log.WarnContext(ctx, "skill left out of the content", "tenant", t, "reason", w)
 	}
 	if in.Subagents, err = a.st.ListSubagents(ctx, t); err != nil {
-		return events.RenderPlan{}, err
+		return events.Content{}, err
 	}
 	if in.Global, err = a.st.GetInstructions(ctx, t, events.ScopeGlobal, ""); err != nil {
-		return events.RenderPlan{}, err
+		return events.Content{}, err
 	}
 	if r.ProjectID != "" {
 		if in.Project, err = a.st.GetInstructions(ctx, t, events.ScopeProject, r.ProjectID); err != nil {
-			return events.RenderPlan{}, err
+			return events.Content{}, err
 		}
 	}
 	if in.Permissions, err = a.st.ResolvePermissions(ctx, t, r.ProjectID, profileID(prof)); err != nil {
-		return events.RenderPlan{}, err
+		return events.Content{}, err
 	}
-	return render.Plan(in)
+	return content.Compile(in), nil
 }
 
 // catalog is what slash expansion and the picker see.

@@ -28,10 +28,11 @@ func TestPlanNarrowsByProfileOnlyForReferencedTypes(t *testing.T) {
 	if onlyHidden.Slug != "agents-2" {
 		t.Errorf("second profile slug = %q, want agents-2", onlyHidden.Slug)
 	}
+	// What the scripted engine, prompt-scoped, is told in its prompt.
 	plan := func(profile string) string {
-		var p events.RenderPlan
-		e.must(events.OpPlan, events.PlanRequest{Caller: c, Engine: events.EngineScripted, ProfileID: profile}, &p)
-		return p.PromptPreamble
+		var got events.Content
+		e.must(events.OpContent, events.ContentRequest{Caller: c, Engine: events.EngineScripted, ProfileID: profile}, &got)
+		return got.SkillsIndex + "\n\n" + got.SubagentsIndex
 	}
 	// Scenario 91: the profile names only subagents; every enabled skill stays.
 	got := plan(onlyAgents.ID)
@@ -131,10 +132,10 @@ func TestDetectAndAdopt(t *testing.T) {
 	if target, err := os.Readlink(link); err != nil || target != real {
 		t.Errorf("adopted entry = %q, %v; want a link to %s", target, err, real)
 	}
-	var plan events.RenderPlan
-	e.must(events.OpPlan, events.PlanRequest{Caller: c, Engine: events.EngineClaudeCode}, &plan)
-	if !planMentions(plan, "Do it my way.") {
-		t.Error("adopted skill not in the plan")
+	var content events.Content
+	e.must(events.OpContent, events.ContentRequest{Caller: c, Engine: events.EngineClaudeCode}, &content)
+	if !contentMentions(content, "Do it my way.") {
+		t.Error("adopted skill not in the content")
 	}
 	// Escapes are refused: a link out of the real dir, a path elsewhere.
 	for _, p := range []string{filepath.Join(e.realHome, ".claude", "skills", "evil"), outside, "relative/path", e.dataDir} {

@@ -9,23 +9,8 @@ import (
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/artifacts/internal/frontmatter"
-	"clopen.dev/services/artifacts/internal/matrix"
 	"clopen.dev/services/artifacts/internal/skills"
 )
-
-// realDirs are the engine's real dirs of typ (locateReal), under RealHome.
-func (a *api) realDirs(typ string, engine events.EngineType) []string {
-	if a.realHome == "" {
-		return nil
-	}
-	var out []string
-	for _, r := range matrix.Rows(typ, engine, events.ScopeGlobal) {
-		if r.Real != "" && (r.Shape == matrix.FolderMD || r.Shape == matrix.SingleMD) {
-			out = append(out, filepath.Join(a.realHome, r.Real))
-		}
-	}
-	return out
-}
 
 // detect lists Clopen's own entries of a type (managed) and what the
 // engine's real dirs hold (adoptable), deduplicated by slug, Clopen's first.

@@ -3,9 +3,11 @@ package artifacts
 import (
 	"context"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -200,20 +202,20 @@ func TestTenantsAreIsolated(t *testing.T) {
 			t.Errorf("tenant B %s = %v, want 404", tt.op, err)
 		}
 	}
-	// Lists and plans of B show nothing of A.
+	// Lists and contents of B show nothing of A.
 	var skills []events.Skill
 	e.must(events.OpSkillsList, events.ListRequest{Caller: b}, &skills)
 	var provs []events.Provider
 	e.must(events.OpProvidersList, events.ListRequest{Caller: b}, &provs)
-	var plan events.RenderPlan
-	e.must(events.OpPlan, events.PlanRequest{Caller: b, Engine: events.EngineScripted, ProfileID: prof.ID}, &plan)
+	var content events.Content
+	e.must(events.OpContent, events.ContentRequest{Caller: b, Engine: events.EngineScripted, ProfileID: prof.ID}, &content)
 	var in events.Instructions
 	e.must(events.OpInstructionsGet, events.InstructionsRef{Caller: b, Scope: "global"}, &in)
 	var perms events.PermissionRules
 	e.must(events.OpPermissionsResolve, events.PermissionsResolve{Caller: b}, &perms)
 	var exp events.ExpandReply
 	e.must(events.OpExpand, events.ExpandRequest{Caller: b, Prompt: events.Blocks{events.TextBlock{Text: "/secret"}}}, &exp)
-	if len(skills)+len(provs) > 0 || strings.Contains(plan.PromptPreamble, "secret") || len(plan.Files) > 0 && planMentions(plan, "A only") ||
+	if len(skills)+len(provs) > 0 || contentMentions(content, "secret") || contentMentions(content, "A only") ||
 		in.Content != "" || len(perms.Deny) > 0 || exp.ExpandedSkill != "" {
 		t.Errorf("tenant B sees A: skills %v providers %v instructions %q perms %v expand %q", skills, provs, in.Content, perms, exp.ExpandedSkill)
 	}
@@ -230,17 +232,20 @@ func TestTenantsAreIsolated(t *testing.T) {
 	}
 }
 
-func planMentions(p events.RenderPlan, s string) bool {
-	for _, f := range p.Files {
-		if strings.Contains(f.Content, s) {
-			return true
-		}
+// contentMentions reports whether any text of c holds s.
+func contentMentions(c events.Content, s string) bool {
+	texts := []string{c.SkillsIndex, c.SubagentsIndex, c.Instructions, c.InstructionsSection, c.ProjectSection}
+	for _, sk := range c.Skills {
+		texts = append(texts, slices.Collect(maps.Values(sk.Files))...)
 	}
-	return false
+	for _, sa := range c.Subagents {
+		texts = append(texts, slices.Collect(maps.Values(sa.Documents))...)
+	}
+	return slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(t, s) })
 }
 
 // TestPermissionsScenario92 goes through the service: layers saved with
-// permissions.put and merged by permissions.resolve and the plan.
+// permissions.put and merged by permissions.resolve and the content.
 func TestPermissionsScenario92(t *testing.T) {
 	e := start(t)
 	c := newCaller()
@@ -258,10 +263,10 @@ func TestPermissionsScenario92(t *testing.T) {
 	var prof events.Profile
 	e.must(events.OpProfilesPut, events.ProfilePut{Caller: c, Profile: events.Profile{Name: "Editors"}}, &prof)
 	put(events.PermissionSet{Scope: "profile", ProfileID: prof.ID, PermissionRules: events.PermissionRules{Allow: []string{"Edit"}}})
-	var plan events.RenderPlan
-	e.must(events.OpPlan, events.PlanRequest{Caller: c, Engine: events.EngineClaudeCode, ProjectID: project, ProfileID: prof.ID}, &plan)
-	if strings.Join(plan.Permissions.Deny, ",") != "Bash" || strings.Join(plan.Permissions.Allow, ",") != "Edit" {
-		t.Errorf("profile rules = %+v, want allow [Edit] deny [Bash]", plan.Permissions)
+	var content events.Content
+	e.must(events.OpContent, events.ContentRequest{Caller: c, Engine: events.EngineClaudeCode, ProjectID: project, ProfileID: prof.ID}, &content)
+	if strings.Join(content.Permissions.Deny, ",") != "Bash" || strings.Join(content.Permissions.Allow, ",") != "Edit" {
+		t.Errorf("profile rules = %+v, want allow [Edit] deny [Bash]", content.Permissions)
 	}
 	// The project default profile applies when the run names none.
 	e.must(events.OpProfileDefaultSet, events.ProjectDefault{Caller: c, ProjectID: project, ProfileID: prof.ID}, nil)

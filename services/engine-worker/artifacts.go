@@ -16,10 +16,23 @@ import (
 	"clopen.dev/pkg/events/plan"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/svc"
+	"clopen.dev/services/engine-worker/engines"
+	"clopen.dev/services/engine-worker/internal/engine/scripted"
 )
 
-// planTimeout bounds the render-plan request at run start.
+// planTimeout bounds the content request at run start.
 const planTimeout = 10 * time.Second
+
+// layoutOf is where the engine typ reads Clopen's artifacts, as its adapter
+// declares it: the scripted engine's own, else its row of the engines
+// table.
+func layoutOf(typ events.EngineType) (plan.Layout, bool) {
+	if typ == events.EngineScripted {
+		return scripted.Layout(), true
+	}
+	s, ok := engines.Lookup(typ)
+	return s.Layout, ok
+}
 
 // configDir is the isolated config dir of an engine instance:
 // <EngineConfig>/<tenant>/<engine>/<account>, "default" standing for the
@@ -49,36 +62,43 @@ type prepared struct {
 	revision  int64
 }
 
-// prepare asks artifacts for the run's render plan, applies it into the
-// engine's isolated config dir, makes the plan's permissions the run's
-// policy, and builds the engine prompt: the preamble (if any) as the first
-// text block, the config dir token resolved in every text block.
+// prepare asks artifacts for the run's content, places it through the
+// engine's layout into a plan and applies that to the engine's isolated
+// config dir, makes the content's permissions the run's policy, and builds
+// the engine prompt: the plan's preamble (if any) as the first text block,
+// the config dir token resolved in every text block.
 //
-// Artifacts is part of every deployment, so a plan that cannot be had fails
-// the run rather than running an engine with a configuration nobody chose
-// (this holds for the scripted engine too: it is how the wiring is tested).
+// Artifacts is part of every deployment, so content that cannot be had
+// fails the run rather than running an engine with a configuration nobody
+// chose (this holds for the scripted engine too: it is how the wiring is
+// tested).
 func (w *Worker) prepare(ctx context.Context, r *run) (prepared, error) {
 	job := r.job
+	layout, ok := layoutOf(job.Engine)
+	if !ok {
+		return prepared{}, fmt.Errorf("engine %q: no layout", job.Engine)
+	}
 	dir, err := w.configDir(job.Tenant, job.Engine, job.AccountID)
 	if err != nil {
 		return prepared{}, err
 	}
-	subject, err := events.ServiceSubject(events.ArtifactsService, events.OpPlan)
+	subject, err := events.ServiceSubject(events.ArtifactsService, events.OpContent)
 	if err != nil {
 		return prepared{}, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, planTimeout)
 	defer cancel()
-	var pl events.RenderPlan
-	err = svc.Call(cctx, w.nc, subject, events.PlanRequest{Caller: events.Caller{TenantID: job.Tenant, UserID: job.RequestedBy},
-		Engine: job.Engine, ProjectID: job.ProjectID, ProfileID: job.ProfileID}, &pl)
+	var content events.Content
+	err = svc.Call(cctx, w.nc, subject, events.ContentRequest{Caller: events.Caller{TenantID: job.Tenant, UserID: job.RequestedBy},
+		Engine: job.Engine, ProjectID: job.ProjectID, ProfileID: job.ProfileID}, &content)
 	var apiErr *events.APIError
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusServiceUnavailable {
 		return prepared{}, fmt.Errorf("artifacts service unavailable, cannot configure the engine: %s", apiErr.Message)
 	}
 	if err != nil {
-		return prepared{}, fmt.Errorf("render plan: %w", err)
+		return prepared{}, fmt.Errorf("artifacts content: %w", err)
 	}
+	pl := plan.Render(layout, content)
 	if _, err := plan.Apply(dir, pl); err != nil {
 		return prepared{}, fmt.Errorf("apply artifacts: %w", err)
 	}

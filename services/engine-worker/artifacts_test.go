@@ -81,6 +81,9 @@ func TestArtifactChangesRetireOnlyThatTenantsInstances(t *testing.T) {
 	}
 }
 
+// TestPrepareAppliesThePlan: the run's content, placed through the
+// scripted engine's layout (prompt-scoped: skills in the prompt,
+// instructions in AGENTS.md), is in its config dir and prompt.
 func TestPrepareAppliesThePlan(t *testing.T) {
 	w, _ := newTestWorker(t, nil)
 	job := events.Job{Tenant: "t1", RunID: "r1", SessionID: "s1", ProjectID: "p1", Engine: events.EngineScripted,
@@ -95,14 +98,14 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	}
 	srv := svc.NewServer(t.Context(), w.nc, s)
 	defer srv.Stop()
-	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpPlan)
-	var asked events.PlanRequest
-	err = s.AddEndpoint("plan", srv.Bind(svc.Handler(nil, func(_ context.Context, req events.PlanRequest) (events.RenderPlan, error) {
+	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpContent)
+	var asked events.ContentRequest
+	err = s.AddEndpoint("content", srv.Bind(svc.Handler(nil, func(_ context.Context, req events.ContentRequest) (events.Content, error) {
 		asked = req
-		return events.RenderPlan{Engine: req.Engine, Revision: 42, MemoryFile: "AGENTS.md",
-			Files:          []events.PlanFile{{Path: "AGENTS.md", Content: "Be concise.", Ownership: events.OwnMarkerBlock, Region: "INSTRUCTIONS"}},
-			PromptPreamble: "# Available Skills\n" + events.ConfigDirToken + "/.clopen/skills/x/SKILL.md",
-			Permissions:    events.PermissionRules{Deny: []string{"Bash"}}}, nil
+		return events.Content{Revision: 42, Instructions: "Be concise.",
+			Skills:      []events.ContentSkill{{Slug: "x", Advertised: true, Files: map[string]string{"SKILL.md": "Do x.\n"}}},
+			SkillsIndex: "# Available Skills\n" + events.ConfigDirToken + "/.clopen/skills/x/SKILL.md",
+			Permissions: events.PermissionRules{Deny: []string{"Bash"}}}, nil
 	})), micro.WithEndpointSubject(subject))
 	if err != nil {
 		t.Fatal(err)
@@ -112,13 +115,16 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	if asked.TenantID != "t1" || asked.ProjectID != "p1" || asked.Engine != events.EngineScripted {
-		t.Errorf("plan request = %+v", asked)
+		t.Errorf("content request = %+v", asked)
 	}
 	if want := filepath.Join(w.cfg.EngineConfig, "t1", "scripted", "default"); p.configDir != want {
 		t.Errorf("config dir = %s, want %s", p.configDir, want)
 	}
 	if b, err := os.ReadFile(filepath.Join(p.configDir, "AGENTS.md")); err != nil || !strings.Contains(string(b), "Be concise.") {
 		t.Errorf("AGENTS.md = %q, %v", b, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(p.configDir, ".clopen", "skills", "x", "SKILL.md")); err != nil || string(b) != "Do x.\n" {
+		t.Errorf("the store's x/SKILL.md = %q, %v", b, err)
 	}
 	if p.revision != 42 || r.policy.Allows("Bash") || !r.policy.Allows("Read") {
 		t.Errorf("revision %d, policy %+v", p.revision, r.policy)

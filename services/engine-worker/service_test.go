@@ -22,10 +22,7 @@ import (
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
-	"clopen.dev/pkg/platform/pgtest"
 	"clopen.dev/pkg/platform/svc"
-	"clopen.dev/services/artifacts"
-	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/enginetest"
 )
@@ -38,10 +35,11 @@ var codexLike = []events.EngineModel{
 }
 
 // engineEnv is a worker serving the engine endpoints on real JetStream,
-// next to the real artifacts service (accounts are checked there).
+// next to a stand-in for the artifacts service's accounts (fakeAccounts).
 type engineEnv struct {
 	w      *Worker
 	nc     *nats.Conn
+	accts  *fakeAccounts
 	codex  *enginetest.Answers // catalog with levels; answers Text
 	broken *enginetest.Answers // its catalog fails
 }
@@ -50,9 +48,8 @@ func newEngineEnv(t *testing.T) *engineEnv {
 	t.Helper()
 	ns := natstest.Start(t)
 	nc, _ := natstest.Connect(t, ns)
-	artNC, _ := natstest.Connect(t, ns)
-	db := pgtest.New(t, artifacts.Schema)
-	e := &engineEnv{nc: nc, codex: &enginetest.Answers{EngineType: events.EngineCodex, Catalog: codexLike},
+	artNC, artJS := natstest.Connect(t, ns)
+	e := &engineEnv{nc: nc, accts: serveFakeAccounts(t, artNC, artJS), codex: &enginetest.Answers{EngineType: events.EngineCodex, Catalog: codexLike},
 		broken: &enginetest.Answers{EngineType: events.EnginePi, CatalogErr: errors.New("pi: provider list: connection refused")}}
 	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws")}, Deps{NATS: nc, Logger: logging.Discard(),
 		Health: health.New(), Engines: map[events.EngineType]engine.Factory{
@@ -65,24 +62,16 @@ func newEngineEnv(t *testing.T) *engineEnv {
 		w.versions[typ] = "test"
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 3)
-	go func() {
-		if err := artifacts.Run(ctx, artifacts.Config{DataDir: t.TempDir(), Replicas: 1},
-			artifacts.Deps{NATS: artNC, DB: db, Logger: logging.Discard(), Health: health.New()}); err != nil {
-			t.Errorf("artifacts: %v", err)
-		}
-		done <- struct{}{}
-	}()
+	done := make(chan struct{}, 2)
 	go func() { _ = w.serveEngines(ctx); done <- struct{}{} }()
 	go func() { _ = w.watchArtifacts(ctx); done <- struct{}{} }()
 	t.Cleanup(func() {
 		cancel()
-		for range 3 {
+		for range 2 {
 			<-done
 		}
 		w.pool.Dispose(context.Background())
 	})
-	e.waitFor(t, events.ArtifactsService, events.OpRevision, events.ListRequest{Caller: caller("probe")})
 	for _, typ := range w.pool.Types() {
 		subject, _ := events.EngineSubject(typ, events.OpModels)
 		e.waitSubject(t, subject, events.ModelsRequest{}) // refused before any catalog read
@@ -92,12 +81,6 @@ func newEngineEnv(t *testing.T) *engineEnv {
 
 func caller(tenant string) events.Caller {
 	return events.Caller{TenantID: tenant, UserID: "u-" + tenant}
-}
-
-func (e *engineEnv) waitFor(t *testing.T, service, op string, req any) {
-	t.Helper()
-	subject, _ := events.ServiceSubject(service, op)
-	e.waitSubject(t, subject, req)
 }
 
 func (e *engineEnv) waitSubject(t *testing.T, subject string, req any) {
@@ -114,30 +97,10 @@ func (e *engineEnv) waitSubject(t *testing.T, subject string, req any) {
 	}
 }
 
-// account creates a provider and an account of typ for tenant in the real
-// artifacts service and returns the account id.
+// account creates an account of typ for tenant and returns its id.
 func (e *engineEnv) account(t *testing.T, tenant string, typ events.EngineType) string {
 	t.Helper()
-	var p events.Provider
-	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpProvidersPut)
-	if err := svc.Call(context.Background(), e.nc, subject, events.ProviderPut{Caller: admin(tenant),
-		Provider: events.Provider{Engine: typ, Slug: "p-" + uuid.NewString()[:8], Name: "P", Enabled: true}}, &p); err != nil {
-		t.Fatal(err)
-	}
-	var a events.Account
-	cred := "sk-test"
-	subject, _ = events.ServiceSubject(events.ArtifactsService, events.OpAccountsPut)
-	if err := svc.Call(context.Background(), e.nc, subject, events.AccountPut{Caller: admin(tenant),
-		Account: events.Account{ProviderID: p.ID, Name: "work"}, Credential: &cred}, &a); err != nil {
-		t.Fatal(err)
-	}
-	return a.ID
-}
-
-func admin(tenant string) events.Caller {
-	c := caller(tenant)
-	c.Role = "admin"
-	return c
+	return e.accts.add(t, tenant, typ)
 }
 
 func (e *engineEnv) models(t *testing.T, req events.ModelsRequest) (events.ModelsReply, error) {
@@ -416,30 +379,6 @@ func TestBranchName(t *testing.T) {
 		}
 		if out, err := exec.Command("git", "check-ref-format", "--branch", got).CombinedOutput(); err != nil {
 			t.Errorf("git check-ref-format --branch %q: %v: %s", got, err, out)
-		}
-	}
-}
-
-// The worker resolves a run's account in the real artifacts service: the
-// tenant's active one, a named one, never another tenant's.
-func TestArtifactAccountsResolveWithinTheTenant(t *testing.T) {
-	e := newEngineEnv(t)
-	ctx := context.Background()
-	a, b := uuid.NewString(), uuid.NewString()
-	id := e.account(t, a, events.EngineClaudeCode)
-	accounts := ArtifactAccounts(e.nc)
-	for _, named := range []string{"", id} {
-		acc, err := accounts.Resolve(ctx, a, events.EngineClaudeCode, named)
-		if err != nil || acc.AccountID != id || acc.Credential != "sk-test" {
-			t.Errorf("resolve %q for its tenant: %+v, %v", named, acc, err)
-		}
-	}
-	for _, tc := range []struct {
-		tenant, id string
-		typ        events.EngineType
-	}{{b, id, events.EngineClaudeCode}, {b, "", events.EngineClaudeCode}, {a, id, events.EngineCodex}} {
-		if acc, err := accounts.Resolve(ctx, tc.tenant, tc.typ, tc.id); !errors.Is(err, engines.ErrNoAccount) || acc.Credential != "" {
-			t.Errorf("resolve %s's account %q for %s: %+v, %v; want ErrNoAccount", tc.tenant, tc.id, tc.typ, acc, err)
 		}
 	}
 }

@@ -34,6 +34,7 @@ var acpSpecs = []Spec{
 		// which this machine cannot do. The profile follows the protocol
 		// and has never run against the real CLI.
 		Type: events.EngineCursor, Pin: engine.Pin{Version: "any", VersionArgs: []string{"--version"}},
+		Layout: acp.Cursor.Layout(),
 		External: func(s Setup) (string, error) {
 			return lookBin(s, "CLOPEN_CURSOR_BIN", "cursor-agent",
 				"Cursor's agent CLI is not installed (it is not on npm: install it with Cursor's installer, or set CLOPEN_CURSOR_BIN); Clopen's cursor profile is untested")
@@ -49,6 +50,7 @@ var acpSpecs = []Spec{
 		// Any agent an operator configures with CLOPEN_ACP_CONFIG or
 		// CLOPEN_ACP_COMMAND; offered when its command resolves.
 		Type: events.EngineACP, Pin: engine.Pin{Version: "any", VersionArgs: []string{"--version"}},
+		Layout: acp.Custom(acp.CustomConfig{}).Layout(),
 		External: func(s Setup) (string, error) {
 			cfg, ok, err := acp.CustomFromEnv(s.getenv)
 			if err != nil {
@@ -74,7 +76,7 @@ var acpSpecs = []Spec{
 func acpSpec(p *acp.Profile) Spec {
 	pin, _ := p.Pin()
 	return Spec{
-		Type: p.Type, Pin: pin,
+		Type: p.Type, Pin: pin, Layout: p.Layout(),
 		Account: func(ctx context.Context, s Setup) error {
 			_, err := s.acpCredentials(p).Credential(ctx, "", "")
 			return err

@@ -13,8 +13,9 @@ const CodexVersion = codex.Version
 
 // codexRow is Codex, installed as codex.Pin says.
 var codexRow = Spec{
-	Type: events.EngineCodex,
-	Pin:  codex.Pin(),
+	Type:   events.EngineCodex,
+	Pin:    codex.Pin(),
+	Layout: codex.Layout(),
 	Account: func(ctx context.Context, s Setup) error {
 		_, err := s.codexCredentials().Credential(ctx, "", "")
 		return err

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/events/plan"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/claude"
 )
@@ -30,6 +31,9 @@ type Spec struct {
 	// Pin is the release and its install, as the adapter exports it; an
 	// engine Clopen does not install has no Packages.
 	engine.Pin
+	// Layout is where the engine reads Clopen's artifacts, as the adapter
+	// declares it: the worker places each run's content through it.
+	Layout plan.Layout
 	// Account reports why no account is configured, nil when one is.
 	Account func(ctx context.Context, s Setup) error
 	// ModelServer is the base URL the worker's own credentials point the
@@ -48,11 +52,12 @@ type Spec struct {
 }
 
 // table is every installable engine, each row built from its adapter's
-// Pin.
+// Pin and Layout.
 var table = append([]Spec{
 	{
-		Type: events.EngineClaudeCode,
-		Pin:  claude.Pin(),
+		Type:   events.EngineClaudeCode,
+		Pin:    claude.Pin(),
+		Layout: claude.Layout(),
 		Account: func(ctx context.Context, s Setup) error {
 			_, err := s.claudeCredentials().Credential(ctx, "", "")
 			return err

@@ -13,8 +13,9 @@ const PiVersion = pi.Version
 
 // piRow is pi, installed as pi.Pin says.
 var piRow = Spec{
-	Type: events.EnginePi,
-	Pin:  pi.Pin(),
+	Type:   events.EnginePi,
+	Pin:    pi.Pin(),
+	Layout: pi.Layout(),
 	Account: func(ctx context.Context, s Setup) error {
 		_, err := s.piCredentials().Credential(ctx, "", "")
 		return err

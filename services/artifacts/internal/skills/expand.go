@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"clopen.dev/pkg/events"
-	"clopen.dev/services/artifacts/internal/matrix"
+	"clopen.dev/pkg/events/plan"
 	"clopen.dev/services/artifacts/internal/resolve"
 )
 
@@ -90,7 +90,7 @@ func expandText(s events.Skill, args string, c Catalog) string {
 	if req := Required(s.Slug, c); len(req) > 0 {
 		b.WriteString("# Required skills\n\nBefore you start, read the instructions of these skills, in this order:\n")
 		for _, r := range req {
-			b.WriteString("- " + matrix.StoreSkillPath(r) + "\n")
+			b.WriteString("- " + plan.StoreSkillPath(r) + "\n")
 		}
 		b.WriteString("\n")
 	}
@@ -103,7 +103,7 @@ func expandText(s events.Skill, args string, c Catalog) string {
 		invoked += " " + args
 	}
 	fmt.Fprintf(&b, "\n\n---\nThe user invoked the %s skill as `%s`. The skill's folder is %s.", s.Slug, invoked,
-		path.Dir(matrix.StoreSkillPath(s.Slug)))
+		path.Dir(plan.StoreSkillPath(s.Slug)))
 	return b.String()
 }
 

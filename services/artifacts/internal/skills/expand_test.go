@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"clopen.dev/pkg/events"
-	"clopen.dev/services/artifacts/internal/matrix"
+	"clopen.dev/pkg/events/plan"
 	"clopen.dev/services/artifacts/internal/resolve"
 )
 
@@ -77,7 +77,7 @@ func TestExpand(t *testing.T) {
 	}
 }
 
-func folder(slug string) string { return strings.TrimSuffix(matrix.StoreSkillPath(slug), "/SKILL.md") }
+func folder(slug string) string { return strings.TrimSuffix(plan.StoreSkillPath(slug), "/SKILL.md") }
 
 func TestNotAnInvocation(t *testing.T) {
 	c := catalog(skill("usr", "x", slash), skill("quiet", "x", auto), skill("off", "x", slash))
@@ -108,11 +108,11 @@ func TestUsesIsTransitiveAndCycleSafe(t *testing.T) {
 	got, _ := Expand(text("/a"), c)
 	out := got[0].(events.TextBlock).Text
 	for _, s := range []string{"b", "c"} {
-		if n := strings.Count(out, matrix.StoreSkillPath(s)); n != 1 {
+		if n := strings.Count(out, plan.StoreSkillPath(s)); n != 1 {
 			t.Errorf("%s listed %d times:\n%s", s, n, out)
 		}
 	}
-	if strings.Contains(out, matrix.StoreSkillPath("a")) || !strings.HasPrefix(out, "# Required skills") {
+	if strings.Contains(out, plan.StoreSkillPath("a")) || !strings.HasPrefix(out, "# Required skills") {
 		t.Errorf("invoked skill listed, or no required block first:\n%s", out)
 	}
 	// Missing, disabled and out-of-profile skills are skipped.
@@ -166,7 +166,7 @@ func TestSplitArgs(t *testing.T) {
 // TestSlashOnlySkillsNeverAdvertised is scenario 85 at the preamble level.
 func TestPreambleLists(t *testing.T) {
 	p := Preamble([]events.Skill{skill("deploy", "", both)})
-	if !strings.Contains(p, "**deploy** — deploy skill") || !strings.Contains(p, matrix.StoreSkillPath("deploy")) {
+	if !strings.Contains(p, "**deploy** — deploy skill") || !strings.Contains(p, plan.StoreSkillPath("deploy")) {
 		t.Errorf("Preamble = %q", p)
 	}
 	if Preamble(nil) != "" || SubagentsPreamble(nil) != "" {

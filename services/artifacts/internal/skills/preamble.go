@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"clopen.dev/pkg/events"
-	"clopen.dev/services/artifacts/internal/matrix"
+	"clopen.dev/pkg/events/plan"
 )
 
 // Preamble advertises auto skills: what each is for and where its
@@ -20,7 +20,7 @@ func Preamble(list []events.Skill) string {
 	b.WriteString("Skills are instructions for particular tasks. When a task matches a skill's description, " +
 		"read its SKILL.md with your file-reading tool before you start and follow it; do not read skills that are not relevant.\n")
 	for _, s := range list {
-		fmt.Fprintf(&b, "\n- **%s** — %s\n  Instructions: %s\n", s.Name, oneLine(s.Description), matrix.StoreSkillPath(s.Slug))
+		fmt.Fprintf(&b, "\n- **%s** — %s\n  Instructions: %s\n", s.Name, oneLine(s.Description), plan.StoreSkillPath(s.Slug))
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
@@ -46,17 +46,6 @@ func InstructionsSection(title, content string) string {
 		return ""
 	}
 	return "# " + title + "\n\n" + content
-}
-
-// Join joins non-empty sections with blank lines.
-func Join(sections ...string) string {
-	var out []string
-	for _, s := range sections {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
-		}
-	}
-	return strings.Join(out, "\n\n")
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/artifacts/internal/content"
 	"clopen.dev/services/artifacts/internal/frontmatter"
-	"clopen.dev/services/artifacts/internal/render"
 	"clopen.dev/services/artifacts/internal/skills"
 )
 
@@ -145,12 +145,12 @@ func (s *Store) DeleteSkill(ctx context.Context, tenant, slug string) (int64, er
 // LoadSkills returns every skill of the tenant with its folder's files, for
 // plans and expansion. A skill whose document cannot be read is skipped and
 // named in the returned warnings.
-func (s *Store) LoadSkills(ctx context.Context, tenant string) ([]render.Skill, []string, error) {
+func (s *Store) LoadSkills(ctx context.Context, tenant string) ([]content.Skill, []string, error) {
 	list, err := s.ListSkills(ctx, tenant)
 	if err != nil {
 		return nil, nil, err
 	}
-	var out []render.Skill
+	var out []content.Skill
 	var warnings []string
 	for _, row := range list {
 		files, err := s.Docs.ReadSkill(tenant, row.Slug)
@@ -164,7 +164,7 @@ func (s *Store) LoadSkills(ctx context.Context, tenant string) ([]render.Skill, 
 			continue
 		}
 		full.Enabled, full.Source, full.UpdatedAt = row.Enabled, row.Source, row.UpdatedAt
-		out = append(out, render.Skill{Skill: full, Files: files})
+		out = append(out, content.Skill{Skill: full, Files: files})
 	}
 	return out, warnings, nil
 }

@@ -46,8 +46,8 @@ type Request struct {
 	// Workspace is the directory the agent works in.
 	Workspace string
 	// ConfigDir is the engine's isolated config dir for this tenant and
-	// account (CLAUDE_CONFIG_DIR, CODEX_HOME...), where the worker applied
-	// the artifacts render plan before the run. Never the user's repo.
+	// account (CLAUDE_CONFIG_DIR, CODEX_HOME...), where the worker placed
+	// the run's artifacts through the adapter's layout. Never the user's repo.
 	ConfigDir string
 	// Prompt is the engine prompt (already expanded, with the artifacts
 	// preamble of prompt-scoped engines as its first text block).

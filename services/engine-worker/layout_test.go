@@ -1,11 +1,11 @@
-package render
+package worker
 
 import (
+	"encoding/json"
 	"flag"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -13,48 +13,45 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/events/plan"
-	"clopen.dev/services/artifacts/internal/resolve"
-	"clopen.dev/services/artifacts/internal/skills"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden trees")
 
-func skillDoc(s events.Skill) Skill {
-	return Skill{Skill: s, Files: map[string]string{"SKILL.md": skills.Render(nil, s)}}
+// contentDir holds the contract's golden contents of the artifacts
+// fixture, one per engine; artifacts' own test compiles them.
+const contentDir = "../../pkg/events/plan/testdata/content"
+
+// fixture is the golden content of engine.
+func fixture(t *testing.T, engine events.EngineType) events.Content {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(contentDir, string(engine)+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c events.Content
+	if err := json.Unmarshal(b, &c); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
-// fixture holds one artifact of every kind the matrix has rows for.
-func fixture(engine events.EngineType) Input {
-	mk := func(slug, body string, enabled bool, triggers ...string) Skill {
-		return skillDoc(events.Skill{Slug: slug, Name: slug, Description: "The " + slug + " skill.", Triggers: triggers, Body: body, Enabled: enabled})
+// render places engine's golden content through its adapter's layout.
+func render(t *testing.T, engine events.EngineType) events.RenderPlan {
+	t.Helper()
+	l, ok := layoutOf(engine)
+	if !ok {
+		t.Fatalf("%s: no layout", engine)
 	}
-	review := mk("review", "Review the change.\n", true, "auto", "slash")
-	review.Skill.Uses = []string{"lint"}
-	review.Files = map[string]string{"SKILL.md": skills.Render(nil, review.Skill), "checklist.md": "- tests\n"}
-	return Input{
-		Engine:   engine,
-		Revision: 7,
-		Skills: []Skill{review, mk("lint", "Run the linter.\n", true, "auto"),
-			mk("deploy", "Deploy $1.\n", true, "slash"), mk("old", "Disabled.\n", false, "auto")},
-		Subagents: []events.Subagent{{Slug: "tester", Name: "tester", Description: "Writes and runs tests.", Body: "You write tests.",
-			Model: "default-model", ModelByEngine: map[string]string{"claude-code": "sonnet"},
-			ToolsByEngine: map[string][]string{"claude-code": {"Read", "Bash"}}, Enabled: true}},
-		Global:      events.Instructions{Scope: events.ScopeGlobal, Content: "Be concise.", Enabled: true},
-		Project:     events.Instructions{Scope: events.ScopeProject, Content: "Use Go 1.26.", Enabled: true},
-		Permissions: resolve.MergePermissions(events.PermissionRules{Deny: []string{"Bash"}}),
-	}
+	return plan.Render(l, fixture(t, engine))
 }
 
-// TestGoldenTrees materialises every engine's plan of the fixture into a
-// config dir holding user text and stale entries, and compares the tree and
-// the preamble with testdata/golden/<engine>.
+// TestGoldenTrees places every engine's content through its adapter's
+// layout into a config dir holding user text and stale entries, and
+// compares the tree and the preamble with testdata/golden/<engine>.
 func TestGoldenTrees(t *testing.T) {
 	for _, engine := range events.EngineTypes() {
 		t.Run(string(engine), func(t *testing.T) {
-			p, err := Plan(fixture(engine))
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := render(t, engine)
 			dir := t.TempDir()
 			seed(t, dir, p.MemoryFile, "# My own notes\n\nKeep me.\n")
 			seed(t, dir, "skills/stale/SKILL.md", "stale")
@@ -119,44 +116,13 @@ func tree(t *testing.T, dir string) map[string]string {
 	return out
 }
 
-// TestProfileNarrowsOnlyWhatItNames checks scenario 91 and the skill side
-// of profiles on the compiled plan.
-func TestProfileNarrowsOnlyWhatItNames(t *testing.T) {
-	in := fixture(events.EngineScripted)
-	in.Profile = resolve.NewProfile("p", []events.ProfileItem{{Type: events.ArtifactSubagent, Ref: "tester"}})
-	p, _ := Plan(in)
-	for _, s := range []string{"review", "lint"} {
-		if !strings.Contains(p.PromptPreamble, "**"+s+"**") {
-			t.Errorf("profile without skills hid skill %s:\n%s", s, p.PromptPreamble)
-		}
-	}
-	in.Profile = resolve.NewProfile("p", []events.ProfileItem{{Type: events.ArtifactSkill, Ref: "old"}})
-	p, _ = Plan(in)
-	if !strings.Contains(p.PromptPreamble, "**old**") || strings.Contains(p.PromptPreamble, "**review**") {
-		t.Errorf("profile naming only the disabled skill old:\n%s", p.PromptPreamble)
-	}
-	if !strings.Contains(p.PromptPreamble, "**tester**") {
-		t.Errorf("profile without subagents hid the subagent:\n%s", p.PromptPreamble)
-	}
-	var store []string
-	for _, f := range p.Files {
-		if strings.HasPrefix(f.Path, ".clopen/skills/") {
-			store = append(store, f.Path)
-		}
-	}
-	sort.Strings(store)
-	if want := []string{".clopen/skills/old/SKILL.md"}; !cmp.Equal(store, want) {
-		t.Errorf("store files = %v, want %v", store, want)
-	}
-}
-
 // TestSlashOnlyNeverAdvertised is scenario 85: on every engine a
 // slash-only skill is in the store (for /deploy) but in no preamble, block
 // or native skills dir; and scenario 89: no subagent text for engines that
 // cannot delegate.
 func TestSlashOnlyNeverAdvertised(t *testing.T) {
 	for _, engine := range events.EngineTypes() {
-		p, _ := Plan(fixture(engine))
+		p := render(t, engine)
 		if strings.Contains(p.PromptPreamble, "deploy") {
 			t.Errorf("%s: preamble advertises the slash-only skill", engine)
 		}
@@ -183,13 +149,63 @@ func TestSlashOnlyNeverAdvertised(t *testing.T) {
 // TestInstructionsInPromptForEnginesThatIgnoreMemory is scenario 90.
 func TestInstructionsInPromptForEnginesThatIgnoreMemory(t *testing.T) {
 	for _, engine := range []events.EngineType{events.EngineCline, events.EngineCursor} {
-		p, _ := Plan(fixture(engine))
+		p := render(t, engine)
 		if !strings.Contains(p.PromptPreamble, "# Instructions\n\nBe concise.") {
 			t.Errorf("%s: preamble lacks the global instructions:\n%s", engine, p.PromptPreamble)
 		}
 	}
-	p, _ := Plan(fixture(events.EngineClaudeCode))
+	p := render(t, events.EngineClaudeCode)
 	if strings.Contains(p.PromptPreamble, "Be concise.") || !strings.Contains(p.PromptPreamble, "Use Go 1.26.") {
 		t.Errorf("claude-code preamble = %q: want project instructions only", p.PromptPreamble)
+	}
+}
+
+// TestEveryEngineHasALayout checks each adapter's layout for every engine
+// type of pkg/events: one instructions block in its memory file, every
+// block there, and the traits of each engine.
+func TestEveryEngineHasALayout(t *testing.T) {
+	tests := []struct {
+		give                           events.EngineType
+		promptScoped, reads, delegates bool
+	}{
+		{events.EngineClaudeCode, false, true, true},
+		{events.EngineCodex, true, true, false},
+		{events.EngineCopilot, true, true, false},
+		{events.EngineOpenCode, true, true, true},
+		{events.EngineQwen, false, true, false},
+		{events.EnginePi, false, true, true},
+		{events.EngineCursor, true, false, true},
+		{events.EngineCline, true, false, true},
+		{events.EngineGemini, true, true, false},
+		{events.EngineACP, true, false, false},
+		{events.EngineScripted, true, true, true},
+	}
+	if len(tests) != len(events.EngineTypes()) {
+		t.Errorf("%d engines checked, pkg/events has %d", len(tests), len(events.EngineTypes()))
+	}
+	for _, tt := range tests {
+		l, ok := layoutOf(tt.give)
+		if !ok || l.Engine != tt.give {
+			t.Errorf("%s: layout %+v, %v", tt.give, l, ok)
+			continue
+		}
+		if l.PromptScoped != tt.promptScoped || l.ReadsMemoryFile != tt.reads || l.Delegates() != tt.delegates {
+			t.Errorf("%s: promptScoped %v reads %v delegates %v, want %v %v %v", tt.give, l.PromptScoped,
+				l.ReadsMemoryFile, l.Delegates(), tt.promptScoped, tt.reads, tt.delegates)
+		}
+		if got := l.Global(events.ArtifactInstruction); len(got) != 1 || got[0].Path != l.MemoryFile || got[0].Shape != plan.PreambleRegion {
+			t.Errorf("%s: instruction rows %+v, want one block in %s", tt.give, got, l.MemoryFile)
+		}
+		if len(l.Global(events.ArtifactSkill)) == 0 {
+			t.Errorf("%s: no skill row", tt.give)
+		}
+		for _, r := range l.Rows {
+			if r.Shape == plan.PreambleRegion && r.Path != l.MemoryFile {
+				t.Errorf("%s: %s block in %s, memory file is %s", tt.give, r.Type, r.Path, l.MemoryFile)
+			}
+			if r.Type == events.ArtifactSubagent && r.Shape == plan.SingleMD && r.Dialect == "" {
+				t.Errorf("%s: subagent row %+v has no dialect", tt.give, r)
+			}
+		}
 	}
 }

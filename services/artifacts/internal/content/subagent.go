@@ -1,16 +1,16 @@
-package render
+package content
 
 import (
 	"strings"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/events/plan"
 	"clopen.dev/services/artifacts/internal/frontmatter"
-	"clopen.dev/services/artifacts/internal/matrix"
 )
 
-// subagentDoc writes a subagent in an engine's native dialect, with the
-// engine's model and tool overrides applied.
-func subagentDoc(s events.Subagent, d matrix.Dialect, engine events.EngineType) string {
+// subagentDoc writes a subagent in dialect d, with engine's model and tool
+// overrides applied.
+func subagentDoc(s events.Subagent, d plan.Dialect, engine events.EngineType) string {
 	model := s.Model
 	if m := s.ModelByEngine[string(engine)]; m != "" {
 		model = m
@@ -21,7 +21,7 @@ func subagentDoc(s events.Subagent, d matrix.Dialect, engine events.EngineType) 
 	}
 	doc := &frontmatter.Doc{HasFrontmatter: true}
 	switch d {
-	case matrix.DialectOpenCode:
+	case plan.DialectOpenCode:
 		doc.Set("description", oneLine(s.Description))
 		doc.Set("mode", "subagent")
 		if model != "" {
