@@ -61,6 +61,11 @@ type Profile struct {
 	// Retrying...", "Error: Failed to get response …"): they become
 	// notifications, and an error one fails the turn. nil if none.
 	Notice func(chunk string) (level events.NotificationLevel, msg string, ok bool)
+	// RetryLog is where in home the agent logs the failed model calls it
+	// retries with their HTTP status, which it says nowhere over ACP (Qwen
+	// Code's debug log, Copilot's process log): a glob, of which the newest
+	// file is read with engine.RetryStatus while a turn runs. nil if none.
+	RetryLog func(home, sessionID string) string
 	// MCPConfig, when set, gives the agent the turn's MCP servers through
 	// its own settings (written under home) instead of session/new, for
 	// agents that take only stdio servers over ACP (Cline). It returns the

@@ -76,6 +76,13 @@ type Features struct {
 	// (Codex does), so provider_error checks the error's kind and that the
 	// result fails, not that the provider's words reach the user.
 	OpaqueServerErrors bool
+	// SilentRetries marks a limitation: the CLI retries a failed model
+	// call on its own schedule and says so nowhere the adapter can read
+	// (not over its protocol, not in its logs, without the status), and
+	// takes no retry limit, so rate_limited and slow_provider_error, which
+	// want a bounded turn, notices while it retries and the status in the
+	// error, are not run.
+	SilentRetries bool
 	// Catalog: the engine is an engine.Cataloger whose catalog holds
 	// Harness.Model.
 	Catalog bool
@@ -108,6 +115,8 @@ func Run(t *testing.T, h Harness, f Features) {
 		{"cancel", true, s.cancel},
 		{"resume_and_fork", f.Resume, s.resumeAndFork},
 		{"provider_error", true, s.providerError},
+		{"rate_limited", !f.SilentRetries, s.rateLimited},
+		{"slow_provider_error", !f.SilentRetries, s.slowProviderError},
 		{"usage_and_cost", true, s.usage},
 		{"catalog", f.Catalog, s.catalog},
 		{"structured", f.Structured, s.structured},
