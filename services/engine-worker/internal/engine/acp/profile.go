@@ -35,6 +35,10 @@ type Profile struct {
 	// for a model the adapter cannot run. nil keeps the id and gives the
 	// profile's Provider.
 	ModelEntry func(reported string) (id, provider string, ok bool)
+	// Unavailable says why model (of provider) cannot run with cred, ""
+	// when it can: the catalog marks it so and a turn on it fails at once.
+	// nil when every model the agent lists can run.
+	Unavailable func(model, provider string, cred Credential) string
 	// RunsOnlyListed: the agent runs only the models session/new lists and
 	// silently runs its current one in place of any other (Cline), so a
 	// turn asking for an unlisted model is told which one it got.

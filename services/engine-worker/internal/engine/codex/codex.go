@@ -185,6 +185,10 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 	if err != nil {
 		return err
 	}
+	model := cmp.Or(req.Model, defaultFor(cred))
+	if why := Unavailable(model, cred); why != "" {
+		return engine.Unavailable(events.EngineCodex, model, why)
+	}
 	h := newHome(e.cfg.StateDir, e.key.Tenant, e.key.Account, req.ConfigDir)
 	if err := h.prepare(cred, e.cfg.MaxRetries); err != nil {
 		return err
@@ -210,7 +214,6 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 		}
 	}
 	e.procs.Use(c)
-	model := cmp.Or(req.Model, DefaultModel)
 	t := &turn{c: c, req: req, emit: emit, log: e.log.With("run_id", req.RunID), model: model,
 		effort: ClampEffort(model, req.Effort), schema: schema, unknown: &e.unknown, cfg: &e.cfg}
 	reusable, err := t.run(ctx)

@@ -160,16 +160,29 @@ func (c *chat) turn(t *testing.T, prompt, resume string, rec *Recorder) (events.
 
 func (c *chat) turnCtx(t *testing.T, ctx context.Context, prompt, resume string, rec *Recorder) (events.Result, error) {
 	t.Helper()
+	return c.run(t, ctx, c.request(prompt, resume, rec), rec)
+}
+
+// turnOn runs a turn on model instead of the harness's.
+func (c *chat) turnOn(t *testing.T, model, prompt string, rec *Recorder) (events.Result, error) {
+	t.Helper()
+	req := c.request(prompt, "", rec)
+	req.Model = model
+	return c.run(t, context.Background(), req, rec)
+}
+
+func (c *chat) run(t *testing.T, ctx context.Context, req engine.Request, rec *Recorder) (events.Result, error) {
+	t.Helper()
 	timeout := c.s.h.TurnTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := c.eng.Run(ctx, c.request(prompt, resume, rec), rec.Emit)
+	err := c.eng.Run(ctx, req, rec.Emit)
 	outs := rec.Outputs()
 	for _, e := range CheckTurn(c.s.h.Type, outs, !errors.Is(err, engine.ErrCancelled)) {
-		t.Errorf("turn %q: %v", prompt, e)
+		t.Errorf("turn %q: %v", req.PromptText(), e)
 	}
 	if len(outs) == 0 {
 		return events.Result{}, err
