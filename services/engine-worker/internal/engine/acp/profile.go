@@ -70,6 +70,9 @@ type Profile struct {
 	// Code's debug log, Copilot's process log): a glob, of which the newest
 	// file is read with engine.RetryStatus while a turn runs. nil if none.
 	RetryLog func(home, sessionID string) string
+	// BeforeLoad runs before session/load reopens sessionID in a new
+	// process, on the agent's files under home; nil if nothing is needed.
+	BeforeLoad func(home, sessionID string) error
 	// MCPConfig, when set, gives the agent the turn's MCP servers through
 	// its own settings (written under home) instead of session/new, for
 	// agents that take only stdio servers over ACP (Cline). It returns the

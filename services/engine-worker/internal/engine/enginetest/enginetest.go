@@ -114,6 +114,7 @@ func Run(t *testing.T, h Harness, f Features) {
 		{"interrupt", f.Interrupt, s.interrupt},
 		{"cancel", true, s.cancel},
 		{"resume_and_fork", f.Resume, s.resumeAndFork},
+		{"resume_after_restart", f.Resume, s.resumeAfterRestart},
 		{"provider_error", true, s.providerError},
 		{"rate_limited", !f.SilentRetries, s.rateLimited},
 		{"slow_provider_error", !f.SilentRetries, s.slowProviderError},
