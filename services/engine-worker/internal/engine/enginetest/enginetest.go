@@ -77,11 +77,11 @@ type Features struct {
 	// result fails, not that the provider's words reach the user.
 	OpaqueServerErrors bool
 	// SilentRetries marks a limitation: the CLI retries a failed model
-	// call on its own schedule and says so nowhere the adapter can read
-	// (not over its protocol, not in its logs, without the status), and
-	// takes no retry limit, so rate_limited and slow_provider_error, which
-	// want a bounded turn, notices while it retries and the status in the
-	// error, are not run.
+	// call and says so nowhere the adapter can read with the status (not
+	// over its protocol, not in its logs): OpenCode and Cline on their own
+	// schedule with no limit to set, pi through its provider SDK (twice),
+	// so rate_limited and slow_provider_error, which want a bounded turn,
+	// notices while it retries and the status in the error, are not run.
 	SilentRetries bool
 	// Catalog: the engine is an engine.Cataloger whose catalog holds
 	// Harness.Model.
