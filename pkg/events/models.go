@@ -13,10 +13,10 @@ import (
 //	 "modalities":{"input":[…],"output":[…]},
 //	 "capabilities":{"reasoning","tools","structuredOutput",
 //	   "reasoningControl":{"levels":[{"value","label"}],"default"},"requiresAuthMode"},
-//	 "cost":{"input","output","cacheRead","cacheWrite"}}
+//	 "cost":{"input","output","cacheRead","cacheWrite"},"unavailable"}
 //
-// reasoningControl, requiresAuthMode and cost are omitted when absent. An
-// engine lists its default model first.
+// reasoningControl, requiresAuthMode, cost and unavailable are omitted when
+// absent. An engine lists its default model first.
 type EngineModel struct {
 	ID       string     `json:"id"` // what the engine is given as its model
 	Name     string     `json:"name"`
@@ -30,6 +30,11 @@ type EngineModel struct {
 	Capabilities ModelCapabilities `json:"capabilities"`
 	// Cost is nil when the engine does not know it: never fabricated.
 	Cost *ModelCost `json:"cost,omitempty"`
+	// Unavailable says why the model cannot run with the account and
+	// endpoint in force; "" when it can. Such a model is listed so that
+	// people see why it is not offered: it is never a default, and a turn
+	// on it fails at once with this reason.
+	Unavailable string `json:"unavailable,omitempty"`
 }
 
 // ModelLimit is a model's token limits; 0 means unknown (a client shows "?"
@@ -235,6 +240,7 @@ func DecodeEngineModel(data []byte) (EngineModel, error) {
 		m.Cost = &ModelCost{Input: cost.float("input"), Output: cost.float("output"),
 			CacheRead: cost.float("cacheRead"), CacheWrite: cost.float("cacheWrite")}
 	}
+	m.Unavailable = d.str("unavailable")
 	if err != nil {
 		return EngineModel{}, withType(err, "engine model")
 	}

@@ -25,6 +25,12 @@ var goldenModels = map[string]EngineModel{
 		ID: "scripted/hello", Engine: EngineScripted,
 		Modalities: ModelModalities{Input: []Modality{}, Output: []Modality{}},
 	},
+	"unavailable": {
+		ID: "opencode/big-pickle", Name: "Big Pickle", Provider: "opencode", Engine: EngineOpenCode,
+		Modalities:   ModelModalities{Input: []Modality{ModalityText}, Output: []Modality{ModalityText}},
+		Capabilities: ModelCapabilities{Tools: true},
+		Unavailable:  "served by OpenCode Zen, not by the configured model endpoint",
+	},
 	"chatgpt_only": {
 		ID: "gpt-5.5", Name: "GPT-5.5", Provider: "openai", Engine: EngineCodex,
 		Limit:      ModelLimit{Input: 400_000},

@@ -151,7 +151,7 @@ func TestOpenAPIDescribesCatalogsAndGenerators(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"EngineModel":       {"id", "name", "provider", "engine", "account", "limit", "modalities", "capabilities", "cost"},
+		"EngineModel":       {"id", "name", "provider", "engine", "account", "limit", "modalities", "capabilities", "cost", "unavailable"},
 		"ModelCapabilities": {"reasoning", "tools", "structuredOutput", "reasoningControl", "requiresAuthMode"},
 		"ReasoningLevel":    {"value", "label"},
 		"ModelsReply":       {"models", "message"},

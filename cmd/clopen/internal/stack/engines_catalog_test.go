@@ -64,9 +64,17 @@ func TestCodexCatalogEffortAndGeneration(t *testing.T) {
 	ctx := context.Background()
 	a := h.account("acme")
 
+	// The model endpoint is fakellm, not OpenAI's: the models Codex sends
+	// code-mode tools are listed as unavailable, and gpt-5.5 is the default.
 	models, err := a.c.Models(ctx, events.EngineCodex, "")
-	if err != nil || len(models.Models) != 11 || models.Models[0].ID != "gpt-6.2-sol" || models.Models[0].Capabilities.ReasoningControl == nil {
+	if err != nil || len(models.Models) != 11 || models.Models[0].ID != "gpt-5.5" || models.Models[0].Unavailable != "" ||
+		models.Models[0].Capabilities.ReasoningControl == nil {
 		t.Fatalf("codex models = %+v, %v", models, err)
+	}
+	for _, m := range models.Models {
+		if m.ID == "gpt-6.2-sol" && !strings.Contains(m.Unavailable, "code mode") {
+			t.Errorf("gpt-6.2-sol = %+v, want it listed as unavailable with the reason", m)
+		}
 	}
 	if got := h.effortRun(a, events.EngineCodex, "gpt-5.5", "max"); got != "medium" { // gpt-5.5 stops at xhigh
 		t.Errorf("run effort = %q, want medium, the model's default", got)

@@ -28,6 +28,27 @@ type CatalogRequest struct {
 	Provider  string // only this provider's models; "" for all
 }
 
+// AvailableFirst moves the first model that can run to the front when
+// the default (the first) cannot: a model marked Unavailable is never a
+// default. The order is otherwise kept.
+func AvailableFirst(models []events.EngineModel) []events.EngineModel {
+	if len(models) == 0 || models[0].Unavailable == "" {
+		return models
+	}
+	for i, m := range models {
+		if m.Unavailable == "" {
+			return append(append([]events.EngineModel{m}, models[:i]...), models[i+1:]...)
+		}
+	}
+	return models
+}
+
+// Unavailable is the error of a turn asked to run a model its catalog
+// marks unavailable: it fails at once, with the catalog's reason.
+func Unavailable(engine events.EngineType, model, reason string) error {
+	return Errorf(events.KindModelUnavailable, "%s cannot run %s: %s", engine, model, reason)
+}
+
 // FindModel returns the entry of id in models.
 func FindModel(models []events.EngineModel, id string) (events.EngineModel, bool) {
 	for _, m := range models {

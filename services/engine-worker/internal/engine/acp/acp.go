@@ -74,6 +74,10 @@ type Config struct {
 	// MaxRetries is how often an agent that can be told so retries a
 	// failed model call; 0 means never.
 	MaxRetries int
+	// RetryBudget is how long a turn lets the agent retry failed model
+	// calls (seen in its retry output) before it gives up with the status;
+	// 0 means engine.DefaultRetryBudget.
+	RetryBudget time.Duration
 	// IdleTimeout retires a warm process unused this long: 0 means
 	// DefaultIdleTimeout; a negative value turns warm processes off.
 	IdleTimeout time.Duration
@@ -123,6 +127,9 @@ var (
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
 	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	if cfg.RetryBudget <= 0 {
+		cfg.RetryBudget = engine.DefaultRetryBudget
+	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = DefaultStartTimeout
 	}

@@ -24,13 +24,29 @@ func (e *Engine) Models(ctx context.Context, req engine.CatalogRequest) ([]event
 	if err != nil {
 		return nil, fmt.Errorf("read the %s catalog: %w", e.p.Name, err)
 	}
+	cred, err := e.cfg.Credentials.Credential(ctx, e.key.Tenant, e.key.Account)
+	if err != nil {
+		return nil, fmt.Errorf("read the %s catalog: %w", e.p.Name, err)
+	}
 	out := []events.EngineModel{}
-	for _, m := range Catalog(e.p, r, e.cfg.DefaultModel) {
+	for _, m := range MarkUnavailable(e.p, Catalog(e.p, r, e.cfg.DefaultModel), cred) {
 		if req.Provider == "" || m.Provider == req.Provider {
 			out = append(out, m)
 		}
 	}
 	return out, nil
+}
+
+// MarkUnavailable marks the models the profile says cannot run with cred,
+// and keeps a runnable one first.
+func MarkUnavailable(p *Profile, models []events.EngineModel, cred Credential) []events.EngineModel {
+	if p.Unavailable == nil {
+		return models
+	}
+	for i, m := range models {
+		models[i].Unavailable = p.Unavailable(m.ID, m.Provider, cred)
+	}
+	return engine.AvailableFirst(models)
 }
 
 // probeSession starts a process, opens one session and returns its

@@ -3,8 +3,10 @@ package acp_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -221,5 +223,40 @@ func TestSubstituted(t *testing.T) {
 	qwen := sessionNew(t, "testdata/record-qwen-hello.jsonl")
 	if runs, ok := acp.Substituted(&acp.Qwen, qwen, "other-model"); ok {
 		t.Errorf("Qwen (which runs what it is given) = %q, substituted", runs)
+	}
+}
+
+// TestCatalogMarksUnavailable: with a model endpoint configured, OpenCode's
+// catalog marks the models of every other provider (opencode/* goes to
+// OpenCode Zen), never offers one as the default, and a turn on one fails
+// at once; without an endpoint they stay offered.
+func TestCatalogMarksUnavailable(t *testing.T) {
+	answer := sessionNew(t, "testdata/record-opencode-hello.jsonl")
+	endpoint := acp.Credential{APIKey: "k", BaseURL: "http://127.0.0.1:1/v1"}
+	// The agent's own default first, as if it had been configured so.
+	got := acp.MarkUnavailable(&acp.OpenCode, acp.Catalog(&acp.OpenCode, answer, "opencode/big-pickle"), endpoint)
+	if got[0].ID != "clopen/fake-model" || got[0].Unavailable != "" {
+		t.Errorf("default = %s (unavailable %q), want clopen/fake-model, available", got[0].ID, got[0].Unavailable)
+	}
+	for _, m := range got[1:] {
+		if m.Unavailable != "served by OpenCode Zen, not by the configured model endpoint" {
+			t.Errorf("%s: unavailable = %q, want the OpenCode Zen reason", m.ID, m.Unavailable)
+		}
+		if b, err := m.MarshalJSON(); err != nil || !strings.Contains(string(b), `"unavailable":"served by OpenCode Zen`) {
+			t.Errorf("%s encodes as %s, %v", m.ID, b, err)
+		}
+	}
+	for _, m := range acp.MarkUnavailable(&acp.OpenCode, acp.Catalog(&acp.OpenCode, answer, ""), acp.Credential{APIKey: "k"}) {
+		if m.Unavailable != "" {
+			t.Errorf("without an endpoint %s is unavailable: %s", m.ID, m.Unavailable)
+		}
+	}
+
+	e := acp.New(acp.Config{Profile: &acp.OpenCode, Bin: "/nonexistent/opencode", StateDir: t.TempDir(),
+		Credentials: acp.EnvCredentials{Profile: &acp.OpenCode, BaseURL: endpoint.BaseURL}}, engine.Key{Engine: events.EngineOpenCode})
+	err := e.Run(context.Background(), engine.Request{RunID: "r", SessionID: "s", Workspace: t.TempDir(), Model: "opencode/big-pickle",
+		Prompt: []events.Block{events.TextBlock{Text: "hi"}}}, func(events.Output) error { return nil })
+	if engine.KindOf(err) != events.KindModelUnavailable || !strings.Contains(err.Error(), "OpenCode Zen") {
+		t.Errorf("a turn on opencode/big-pickle = %v (kind %s), want model_unavailable naming OpenCode Zen", err, engine.KindOf(err))
 	}
 }

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"path/filepath"
 	"strings"
 
 	"clopen.dev/pkg/events"
@@ -60,5 +61,7 @@ var Copilot = Profile{
 		}
 		return "", "", false
 	},
-	Notes: "Resume: in the warm process, else session/load (full replay, dropped). No fork.",
+	// Its retry notices do not name the status; its process log does.
+	RetryLog: func(home, _ string) string { return filepath.Join(home, ".copilot", "logs", "process-*.log") },
+	Notes:    "Resume: in the warm process, else session/load (full replay, dropped). No fork.",
 }

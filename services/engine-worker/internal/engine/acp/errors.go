@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"clopen.dev/pkg/events"
@@ -22,7 +23,22 @@ func rpcError(op string, err error) error {
 	if d := strings.TrimSpace(dataText(re.Data)); d != "" && d != msg {
 		msg += ": " + d
 	}
+	if re.Code >= 400 && re.Code < 600 && !strings.Contains(msg, strconv.Itoa(re.Code)) {
+		// Gemini CLI gives the provider's HTTP status as the error's code.
+		msg = fmt.Sprintf("%s (HTTP %d)", msg, re.Code)
+	}
 	return &engine.Error{Kind: kindOf(msg), Msg: msg, Err: err}
+}
+
+// withStatus adds the HTTP status of the model calls the agent retried to
+// the error it gave up with, when its words leave it out (Qwen Code: "Rate
+// limit exceeded. Try again later.").
+func withStatus(err error, status int) error {
+	var e *engine.Error
+	if status == 0 || !errors.As(err, &e) || strings.Contains(e.Msg, strconv.Itoa(status)) {
+		return err
+	}
+	return &engine.Error{Kind: engine.RetryKind(status), Msg: fmt.Sprintf("%s (HTTP %d)", e.Msg, status), Err: e.Err}
 }
 
 // providerMessage unwraps a provider's JSON error body that an agent

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -44,6 +45,7 @@ var Gemini = Profile{
 		}
 		return env, nil
 	},
+	BeforeLoad: keepGeminiChat,
 	Tools: ToolNames{
 		"run_shell_command": events.ToolBash, "read_file": events.ToolRead, "read_many_files": events.ToolRead,
 		"write_file": events.ToolWrite, "replace": events.ToolEdit, "edit": events.ToolEdit, "list_directory": events.ToolList,
@@ -67,4 +69,31 @@ var Gemini = Profile{
 	// file therefore reads as empty, and new files can be written.
 	MissingFileEmpty: true,
 	Notes:            "session/load is advertised but fails for sessions of an ended process; resume continues in the warm process, otherwise a new session with a notification.",
+}
+
+// keepGeminiChat renames the saved chat of sessionID out of the way of the
+// new process: its session/load first starts a recording of the same
+// session in session-<minute>-<id8>.jsonl, which, within the minute the
+// chat was saved, is the saved chat's own file, emptied; the loader then
+// finds nothing to resume. A renamed chat keeps the session- prefix the
+// loader lists, and the new, empty recording is not resumable, so the
+// loader picks the saved one.
+func keepGeminiChat(home, sessionID string) error {
+	if len(sessionID) < 8 {
+		return nil
+	}
+	chats, err := filepath.Glob(filepath.Join(home, ".gemini", "tmp", "*", "chats", "session-*-"+sessionID[:8]+".json*"))
+	if err != nil {
+		return err
+	}
+	for _, f := range chats {
+		dir, name := filepath.Split(f)
+		if strings.HasPrefix(name, "session-kept-") {
+			continue
+		}
+		if err := os.Rename(f, filepath.Join(dir, "session-kept-"+strings.TrimPrefix(name, "session-"))); err != nil {
+			return err
+		}
+	}
+	return nil
 }

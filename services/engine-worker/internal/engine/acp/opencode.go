@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"cmp"
 	"encoding/json"
 	"strings"
 
@@ -66,5 +67,21 @@ var OpenCode = Profile{
 		provider, model, ok := strings.Cut(reported, "/")
 		return reported, provider, ok && provider != "" && model != ""
 	},
-	Notes: "Resume: in the warm process, else session/load (full replay, dropped). No fork over ACP.",
+	Unavailable: openCodeUnavailable,
+	Notes:       "Resume: in the warm process, else session/load (full replay, dropped). No fork over ACP.",
+}
+
+// openCodeUnavailable: with a model endpoint configured, only the models
+// Setup gives that endpoint (clopen/<model>, or a bare id) reach it; every
+// other provider's model goes to that provider's own service (opencode/* to
+// OpenCode Zen), which it cannot reach with the account in force.
+func openCodeUnavailable(model, provider string, cred Credential) string {
+	p, _, qualified := strings.Cut(model, "/")
+	if cred.BaseURL == "" || !qualified || p == "clopen" {
+		return ""
+	}
+	if p == "opencode" {
+		return "served by OpenCode Zen, not by the configured model endpoint"
+	}
+	return "served by " + cmp.Or(provider, p) + "'s own API, not by the configured model endpoint"
 }

@@ -35,6 +35,10 @@ type Profile struct {
 	// for a model the adapter cannot run. nil keeps the id and gives the
 	// profile's Provider.
 	ModelEntry func(reported string) (id, provider string, ok bool)
+	// Unavailable says why model (of provider) cannot run with cred, ""
+	// when it can: the catalog marks it so and a turn on it fails at once.
+	// nil when every model the agent lists can run.
+	Unavailable func(model, provider string, cred Credential) string
 	// RunsOnlyListed: the agent runs only the models session/new lists and
 	// silently runs its current one in place of any other (Cline), so a
 	// turn asking for an unlisted model is told which one it got.
@@ -61,6 +65,14 @@ type Profile struct {
 	// Retrying...", "Error: Failed to get response …"): they become
 	// notifications, and an error one fails the turn. nil if none.
 	Notice func(chunk string) (level events.NotificationLevel, msg string, ok bool)
+	// RetryLog is where in home the agent logs the failed model calls it
+	// retries with their HTTP status, which it says nowhere over ACP (Qwen
+	// Code's debug log, Copilot's process log): a glob, of which the newest
+	// file is read with engine.RetryStatus while a turn runs. nil if none.
+	RetryLog func(home, sessionID string) string
+	// BeforeLoad runs before session/load reopens sessionID in a new
+	// process, on the agent's files under home; nil if nothing is needed.
+	BeforeLoad func(home, sessionID string) error
 	// MCPConfig, when set, gives the agent the turn's MCP servers through
 	// its own settings (written under home) instead of session/new, for
 	// agents that take only stdio servers over ACP (Cline). It returns the

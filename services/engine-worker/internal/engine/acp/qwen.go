@@ -66,7 +66,12 @@ var Qwen = Profile{
 	// the adapter runs the openai auth type only, so the others (its own
 	// coder-model over qwen-oauth) are left out.
 	ModelEntry: qwenModel,
-	Notes:      "Resume: in the warm process, else session/load (it replays only the user's prompts to the client; the model gets the whole history).",
+	// It retries a failed model call up to 7 times over about 75 s (not
+	// configurable), saying so only in its debug log.
+	RetryLog: func(home, sessionID string) string {
+		return filepath.Join(home, ".qwen", "debug", sessionID+".txt")
+	},
+	Notes: "Resume: in the warm process, else session/load (it replays only the user's prompts to the client; the model gets the whole history).",
 }
 
 // qwenModel reads a Qwen Code model id: the model OPENAI_MODEL takes, when

@@ -19,6 +19,11 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		return err
 	}
 	model := cmp.Or(req.Model, e.cfg.DefaultModel)
+	if e.p.Unavailable != nil {
+		if why := e.p.Unavailable(model, "", cred); why != "" {
+			return engine.Unavailable(e.p.Type, model, why)
+		}
+	}
 	home := e.home
 	if req.Ephemeral {
 		// A turn nobody continues runs in a scratch HOME, removed once its

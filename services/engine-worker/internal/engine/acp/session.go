@@ -58,6 +58,11 @@ func (e *Engine) openSession(ctx context.Context, a *agent, req engine.Request, 
 		failures = append(failures, "session/resume: "+err.Error())
 	}
 	if caps.LoadSession {
+		if e.p.BeforeLoad != nil {
+			if err := e.p.BeforeLoad(a.home, resume); err != nil {
+				e.Log.Warn("acp: prepare session/load", "session_id", resume, "err", err)
+			}
+		}
 		var r NewSessionResponse
 		err := a.p.conn.Call(ctx, "session/load", with(resume), &r)
 		if err == nil {

@@ -29,6 +29,8 @@ type turn struct {
 	asks      sync.WaitGroup
 	open      map[string]json.RawMessage // permission requests not yet answered: request id → tool call id
 	cancelled bool                       // hard stop: nothing more goes out
+	gaveUp    *engine.Error              // the agent retried past the budget: the turn fails with this
+	retried   int                        // the HTTP status of the last failed model call the agent retried
 }
 
 // decision is a permission prompt the Interaction decided.
@@ -61,12 +63,21 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 	done := ctx.Done()
 	var deadline <-chan time.Time
 	interrupted := false
+	retry := newRetries("")
+	if t.e.p.RetryLog != nil {
+		retry = newRetries(t.e.p.RetryLog(t.a.home, sid))
+	}
+	defer retry.stop()
+	tick := retry.tick()
 	for {
 		frames, closed := c.inbox.Drain()
 		for _, f := range frames {
 			if f.Kind() == KindResponse {
 				if idKey(f.ID) != idKey(promptID) {
 					continue
+				}
+				if t.gaveUp != nil {
+					return true, t.giveUp()
 				}
 				return t.end(ctx, f, interrupted)
 			}
@@ -79,6 +90,8 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 			switch {
 			case t.cancelled:
 				return false, context.Cause(ctx)
+			case t.gaveUp != nil:
+				return false, t.giveUp()
 			case interrupted:
 				return false, t.emitAll(t.conv.Interrupted())
 			}
@@ -95,6 +108,29 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 				t.abandon()
 				return false, err
 			}
+		case <-tick:
+			tick = retry.tick()
+			for _, line := range retry.read() {
+				if n, ok := retry.saw(line, sid, t.e.p.Name, t.e.cfg.RetryBudget); ok && !t.cancelled {
+					t.retried = retry.status
+					if err := t.emitAll([]events.Output{n}); err != nil {
+						t.abandon()
+						return false, err
+					}
+				}
+			}
+		case <-retry.expired():
+			// The agent would go on retrying: the turn fails with the
+			// status, and the agent is stopped softly.
+			tick = nil
+			t.gaveUp = engine.RetryGaveUp(t.e.p.Name, retry.status, t.e.cfg.RetryBudget, retry.last)
+			t.log.Warn("acp: gave up on the agent's retries", "status", retry.status, "retries", retry.n)
+			if err := c.Notify("session/cancel", map[string]any{"sessionId": sid}); err != nil {
+				t.log.Warn("acp: send session/cancel", "err", err)
+			}
+			t.cancelOpen()
+			interrupted = true
+			deadline = time.After(min(giveUpGrace, t.e.cfg.InterruptGrace))
 		case <-done:
 			done = nil
 			stopAsks(context.Cause(ctx))
@@ -117,9 +153,20 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 				return false, context.Cause(ctx)
 			}
 			t.log.Warn("acp: no response after session/cancel; stopped the process")
+			if t.gaveUp != nil {
+				return false, t.giveUp()
+			}
 			return false, t.emitAll(t.conv.Interrupted())
 		}
 	}
+}
+
+// giveUp ends a turn whose retries ran past the budget with their status.
+func (t *turn) giveUp() error {
+	if err := t.emitAll(t.conv.Failed(t.gaveUp.Msg)); err != nil {
+		return err
+	}
+	return t.gaveUp
 }
 
 // errTurnOver ends the permission prompts still parked when a turn ends.
@@ -135,7 +182,7 @@ func (t *turn) end(ctx context.Context, f Frame, interrupted bool) (bool, error)
 		if interrupted {
 			return true, t.emitAll(t.conv.Interrupted())
 		}
-		err := rpcError("session/prompt", f.Error)
+		err := withStatus(rpcError("session/prompt", f.Error), t.retried)
 		if eerr := t.emitAll(t.conv.Failed(redactText(err.Error(), t.secrets))); eerr != nil {
 			return true, eerr
 		}

@@ -214,8 +214,10 @@ func TestEffortOnTheWire(t *testing.T) {
 		{"gpt-5.5", "xhigh", "xhigh"},
 		{"gpt-5.5", "ultra", "medium"},   // a newer model's level
 		{"gpt-5.5", "minimal", "medium"}, // a level the CLI dropped
-		{"gpt-6.2-sol", "", "low"},       // none: the model's default
-		{"gpt-6.2-sol", "ultra", "ultra"},
+		{"gpt-5.5", "", "medium"},        // none: the model's default
+		// fakellm is not OpenAI's endpoint: the code-mode models do not
+		// start a turn at all (TestModelsUnavailableOnAnotherEndpoint).
+		{"gpt-6.2-sol", "ultra", ""},
 	}
 	ws, chat := t.TempDir(), uuid.NewString()
 	for _, tt := range tests {
@@ -225,6 +227,15 @@ func TestEffortOnTheWire(t *testing.T) {
 			Effort: tt.give, Prompt: []events.Block{events.TextBlock{Text: "Say hello."}}, Interaction: rec}, rec.Emit)
 		cancel()
 		outs := rec.Outputs()
+		if tt.want == "" {
+			mu.Lock()
+			n := len(efforts)
+			mu.Unlock()
+			if engine.KindOf(err) != events.KindModelUnavailable || len(outs) != 0 || n != len(tests)-1 {
+				t.Errorf("%s: %v, %d outputs, %d turn/starts; want model_unavailable before any turn", tt.model, err, len(outs), n)
+			}
+			continue
+		}
 		if res, ok := outs[len(outs)-1].(events.Result); err != nil || !ok || res.IsError() {
 			t.Fatalf("%s at %q: %v, %+v", tt.model, tt.give, err, outs[len(outs)-1])
 		}
@@ -234,5 +245,44 @@ func TestEffortOnTheWire(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s at %q: turn/start effort %q, want %q", tt.model, tt.give, got, tt.want)
 		}
+	}
+}
+
+// TestModelsUnavailableOnAnotherEndpoint: with a model endpoint other than
+// OpenAI's, the models Codex sends code-mode tools are marked with the
+// reason, the first runnable one (gpt-5.5) is the default, and a turn on a
+// marked one fails at once; on OpenAI's endpoint every model is offered.
+func TestModelsUnavailableOnAnotherEndpoint(t *testing.T) {
+	ctx := context.Background()
+	e := codex.New(codex.Config{Bin: "/nonexistent/codex", StateDir: t.TempDir(),
+		Credentials: codex.EnvCredentials{BaseURL: "http://127.0.0.1:1/v1"}}, engine.Key{Engine: events.EngineCodex})
+	models, err := e.Models(ctx, engine.CatalogRequest{Tenant: "t1"})
+	if err != nil || len(models) != len(codex.Models) || models[0].ID != "gpt-5.5" || models[0].Unavailable != "" {
+		t.Fatalf("Models = %v, %v; want the whole catalog, gpt-5.5 first and available", models, err)
+	}
+	for _, m := range models[1:] {
+		if !strings.Contains(m.Unavailable, "code mode") {
+			t.Errorf("%s: unavailable = %q, want the code-mode reason", m.ID, m.Unavailable)
+		}
+	}
+	for _, model := range []string{"gpt-6.2-sol", ""} {
+		err = e.Run(ctx, engine.Request{RunID: "r", SessionID: "s", Workspace: t.TempDir(), Model: model,
+			Prompt: []events.Block{events.TextBlock{Text: "hi"}}}, func(events.Output) error { return nil })
+		if model == "" {
+			// No model: the default that runs, so the turn gets as far as
+			// starting the (missing) CLI.
+			if engine.KindOf(err) == events.KindModelUnavailable {
+				t.Errorf("a turn naming no model = %v, want it to run on an available default", err)
+			}
+			continue
+		}
+		if engine.KindOf(err) != events.KindModelUnavailable || !strings.Contains(err.Error(), "code mode") {
+			t.Errorf("a turn on %s = %v (kind %s), want model_unavailable with the reason", model, err, engine.KindOf(err))
+		}
+	}
+
+	openai := codex.New(codex.Config{Credentials: codex.EnvCredentials{BaseURL: codex.DefaultBaseURL}}, engine.Key{Engine: events.EngineCodex})
+	if models, err := openai.Models(ctx, engine.CatalogRequest{}); err != nil || models[0].ID != codex.DefaultModel || models[0].Unavailable != "" {
+		t.Errorf("Models on OpenAI's endpoint = %v, %v; want %s first, available", models, err, codex.DefaultModel)
 	}
 }

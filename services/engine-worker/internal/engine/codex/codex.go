@@ -108,6 +108,10 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 	if err != nil {
 		return err
 	}
+	model := cmp.Or(req.Model, defaultFor(cred))
+	if why := Unavailable(model, cred); why != "" {
+		return engine.Unavailable(events.EngineCodex, model, why)
+	}
 	h := newHome(e.cfg.StateDir, e.key.Tenant, e.key.Account, req.ConfigDir)
 	if err := h.prepare(cred, e.cfg.MaxRetries); err != nil {
 		return err
@@ -133,7 +137,6 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 		c.Stop(context.Background())
 		return engine.ShuttingDown("codex")
 	}
-	model := cmp.Or(req.Model, DefaultModel)
 	t := &turn{c: c, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), model: model,
 		effort: ClampEffort(model, req.Effort), schema: schema, unknown: &e.unknown, cfg: &e.cfg}
 	reusable, err := t.run(ctx)

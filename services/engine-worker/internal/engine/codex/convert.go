@@ -145,6 +145,8 @@ func (c *Converter) Convert(m Message) []events.Output {
 		var p errorParams
 		if json.Unmarshal(m.Params, &p) == nil && !p.WillRetry {
 			c.lastError = errorText(p.Error)
+		} else if p.WillRetry && c.mine(m.Params) {
+			c.add(events.Notification{SessionID: c.thread, Level: events.LevelWarning, Title: "Codex is retrying", Message: errorText(p.Error)})
 		}
 	case "warning":
 		var p warningParams

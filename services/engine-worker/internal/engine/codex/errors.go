@@ -19,6 +19,26 @@ func turnError(msg string, info json.RawMessage) error {
 	return &engine.Error{Kind: kind, Msg: msg}
 }
 
+// infoStatus is the provider's HTTP status a CodexErrorInfo names: its
+// httpStatusCode, or the status its kind stands for (codex words a 500 as
+// "We're currently experiencing high demand" and says internalServerError).
+func infoStatus(info json.RawMessage) int {
+	var name string
+	if json.Unmarshal(info, &name) == nil {
+		switch name {
+		case "unauthorized":
+			return 401
+		case "usageLimitExceeded", "rateLimitExceeded":
+			return 429
+		case "internalServerError":
+			return 500
+		}
+		return 0
+	}
+	_, status := infoKind(info)
+	return status
+}
+
 // infoKind reads CodexErrorInfo: a plain string, or an object with one key
 // whose value may carry httpStatusCode.
 func infoKind(info json.RawMessage) (events.ErrorKind, int) {

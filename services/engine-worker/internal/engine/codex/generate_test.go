@@ -32,7 +32,7 @@ func TestGenerateOnTheCLI(t *testing.T) {
 	generate := func(prompt string) (json.RawMessage, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		return e.Generate(ctx, engine.GenerateRequest{Model: "gpt-6-luna", Workspace: t.TempDir(), Prompt: prompt, Schema: schema})
+		return e.Generate(ctx, engine.GenerateRequest{Model: "gpt-5.5", Workspace: t.TempDir(), Prompt: prompt, Schema: schema})
 	}
 	began := time.Now()
 	doc, err := generate("@@TOOL@@ Name the branch.")
@@ -41,8 +41,8 @@ func TestGenerateOnTheCLI(t *testing.T) {
 	}
 	t.Logf("generation took %v", time.Since(began).Round(time.Millisecond))
 	reqs := sb.Requests(t)
-	if len(reqs) != 1 || reqs[0].Model != "gpt-6-luna" || len(reqs[0].Tools) != 0 {
-		t.Errorf("model calls = %+v, want one to gpt-6-luna offering no function tool", reqs)
+	if len(reqs) != 1 || reqs[0].Model != "gpt-5.5" || len(reqs[0].Tools) != 0 {
+		t.Errorf("model calls = %+v, want one to gpt-5.5 offering no function tool", reqs)
 	}
 	if e.Warm() != 0 {
 		t.Errorf("%d warm app-servers after a generation, want none", e.Warm())

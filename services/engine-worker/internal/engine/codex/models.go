@@ -2,6 +2,7 @@ package codex
 
 import (
 	"slices"
+	"strings"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -19,6 +20,11 @@ type Model struct {
 	// Context is the model's context window, from the model table bundled
 	// in the CLI (model/list does not report it).
 	Context int64
+	// CodeMode: the CLI sends the model its tools in code mode over
+	// Responses Lite (the model table's tool_mode code_mode_only and
+	// use_responses_lite), a shape only OpenAI's own endpoint is known to
+	// take; see Unavailable.
+	CodeMode bool
 }
 
 var (
@@ -35,17 +41,44 @@ const DefaultModel = "gpt-6.2-sol"
 // (Version). A model outside it still runs; codex then uses
 // fallback metadata and warns.
 var Models = []Model{
-	{ID: "gpt-6.2-sol", Name: "GPT-6.2-Sol", Efforts: effortsUltra, DefaultEffort: "low", Context: 500_000},
-	{ID: "gpt-6.2-astra", Name: "GPT-6.2-Astra", Efforts: effortsUltra, DefaultEffort: "low", Context: 272_000},
-	{ID: "gpt-6.1-terra", Name: "GPT-6.1 Terra", Efforts: effortsUltra, DefaultEffort: "low", Context: 500_000},
-	{ID: "gpt-6.1-sol", Name: "GPT-6.1-Sol", Efforts: effortsUltra, DefaultEffort: "low", Context: 500_000},
-	{ID: "gpt-6-astra", Name: "GPT-6-Astra", Efforts: effortsUltra, DefaultEffort: "low", Context: 272_000},
-	{ID: "gpt-6-sol", Name: "GPT-6-Sol", Efforts: effortsUltra, DefaultEffort: "medium", Context: 272_000},
-	{ID: "gpt-6-luna", Name: "GPT-6-Luna", Efforts: effortsMax, DefaultEffort: "medium", Context: 272_000},
-	{ID: "gpt-5.6-sol", Name: "GPT-5.6-Sol", Efforts: effortsUltra, DefaultEffort: "low", Context: 272_000},
-	{ID: "gpt-5.6-terra", Name: "GPT-5.6-Terra", Efforts: effortsUltra, DefaultEffort: "medium", Context: 272_000},
-	{ID: "gpt-5.6-luna", Name: "GPT-5.6-Luna", Efforts: effortsMax, DefaultEffort: "medium", Context: 272_000},
+	{ID: "gpt-6.2-sol", Name: "GPT-6.2-Sol", Efforts: effortsUltra, DefaultEffort: "low", Context: 500_000, CodeMode: true},
+	{ID: "gpt-6.2-astra", Name: "GPT-6.2-Astra", Efforts: effortsUltra, DefaultEffort: "low", Context: 272_000, CodeMode: true},
+	{ID: "gpt-6.1-terra", Name: "GPT-6.1 Terra", Efforts: effortsUltra, DefaultEffort: "low", Context: 500_000, CodeMode: true},
+	{ID: "gpt-6.1-sol", Name: "GPT-6.1-Sol", Efforts: effortsUltra, DefaultEffort: "low", Context: 500_000, CodeMode: true},
+	{ID: "gpt-6-astra", Name: "GPT-6-Astra", Efforts: effortsUltra, DefaultEffort: "low", Context: 272_000, CodeMode: true},
+	{ID: "gpt-6-sol", Name: "GPT-6-Sol", Efforts: effortsUltra, DefaultEffort: "medium", Context: 272_000, CodeMode: true},
+	{ID: "gpt-6-luna", Name: "GPT-6-Luna", Efforts: effortsMax, DefaultEffort: "medium", Context: 272_000, CodeMode: true},
+	{ID: "gpt-5.6-sol", Name: "GPT-5.6-Sol", Efforts: effortsUltra, DefaultEffort: "low", Context: 272_000, CodeMode: true},
+	{ID: "gpt-5.6-terra", Name: "GPT-5.6-Terra", Efforts: effortsUltra, DefaultEffort: "medium", Context: 272_000, CodeMode: true},
+	{ID: "gpt-5.6-luna", Name: "GPT-5.6-Luna", Efforts: effortsMax, DefaultEffort: "medium", Context: 272_000, CodeMode: true},
 	{ID: "gpt-5.5", Name: "GPT-5.5", Efforts: []string{"low", "medium", "high", "xhigh"}, DefaultEffort: "medium", Context: 272_000},
+}
+
+// codeModeUnavailable is why a CodeMode model is not offered with a model
+// endpoint other than OpenAI's.
+const codeModeUnavailable = "Codex sends this model its tools in code mode over Responses Lite, which the configured " +
+	"model endpoint (not OpenAI's) is not known to accept; gpt-5.5 gets plain function tools"
+
+// Unavailable says why model cannot run with cred, "" when it can (or is
+// not in the catalog).
+func Unavailable(model string, cred Credential) string {
+	m, ok := LookupModel(model)
+	base := strings.TrimRight(cred.BaseURL, "/")
+	if !ok || !m.CodeMode || base == "" || base == DefaultBaseURL {
+		return ""
+	}
+	return codeModeUnavailable
+}
+
+// defaultFor is the model of a turn that names none: DefaultModel, or the
+// first model of the catalog that runs with cred.
+func defaultFor(cred Credential) string {
+	for _, m := range append([]Model{{ID: DefaultModel}}, Models...) {
+		if Unavailable(m.ID, cred) == "" {
+			return m.ID
+		}
+	}
+	return DefaultModel
 }
 
 // LookupModel returns the catalog entry of id.

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 
 	"clopen.dev/pkg/events"
@@ -150,6 +152,9 @@ func errorText(e TurnError) string {
 	}
 	if d := strings.TrimSpace(e.AdditionalDetails); d != "" && !strings.Contains(msg, d) {
 		msg += " - " + d
+	}
+	if status := infoStatus(e.CodexErrorInfo); status != 0 && !strings.Contains(msg, strconv.Itoa(status)) {
+		msg += fmt.Sprintf(" (HTTP %d)", status)
 	}
 	return msg
 }

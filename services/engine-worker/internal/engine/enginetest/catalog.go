@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"clopen.dev/pkg/events"
 
 	"clopen.dev/services/engine-worker/internal/engine"
 )
@@ -47,6 +50,55 @@ func (s *suite) catalog(t *testing.T) {
 	none, err := cat.Models(ctx, engine.CatalogRequest{Tenant: "tenant-1", Provider: "no-such-provider"})
 	if err != nil || len(none) != 0 {
 		t.Errorf("Models of an unknown provider = %d models, %v; want none and no error", len(none), err)
+	}
+	s.catalogRuns(t, models)
+}
+
+// catalogRuns checks that the catalog offers only what runs: the default
+// is available, the first available model of every other provider answers
+// a turn, and a turn on a model marked unavailable fails at once with the
+// catalog's reason.
+func (s *suite) catalogRuns(t *testing.T, models []events.EngineModel) {
+	if models[0].Unavailable != "" {
+		t.Errorf("the default model %s is unavailable: %s", models[0].ID, models[0].Unavailable)
+	}
+	harness, _ := engine.FindModel(models, s.h.Model)
+	tried := map[string]bool{harness.Provider: true}
+	var unavailable *events.EngineModel
+	for i, m := range models {
+		if m.Unavailable != "" {
+			if unavailable == nil {
+				unavailable = &models[i]
+			}
+			continue
+		}
+		if tried[m.Provider] {
+			continue
+		}
+		tried[m.Provider] = true
+		c := s.newChat(t)
+		rec := NewRecorder()
+		res, err := c.turnOn(t, m.ID, "Say hello.", rec)
+		if err != nil || res.Subtype != events.ResultSuccess {
+			t.Errorf("a turn on %s, which the catalog offers, = %+v, %v", m.ID, res, err)
+		}
+	}
+	if unavailable == nil {
+		return
+	}
+	c := s.newChat(t)
+	req := c.request("Say hello.", "", NewRecorder())
+	req.Model = unavailable.ID
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	began := time.Now()
+	err := c.eng.Run(ctx, req, func(events.Output) error { return nil })
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("a turn on the unavailable %s took %v to fail", unavailable.ID, took.Round(time.Millisecond))
+	}
+	if engine.KindOf(err) != events.KindModelUnavailable || !strings.Contains(err.Error(), unavailable.Unavailable) {
+		t.Errorf("a turn on the unavailable %s = %v (kind %s), want model_unavailable saying %q", unavailable.ID, err,
+			engine.KindOf(err), unavailable.Unavailable)
 	}
 }
 

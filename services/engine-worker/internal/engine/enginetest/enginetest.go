@@ -76,6 +76,13 @@ type Features struct {
 	// (Codex does), so provider_error checks the error's kind and that the
 	// result fails, not that the provider's words reach the user.
 	OpaqueServerErrors bool
+	// SilentRetries marks a limitation: the CLI retries a failed model
+	// call and says so nowhere the adapter can read with the status (not
+	// over its protocol, not in its logs): OpenCode and Cline on their own
+	// schedule with no limit to set, pi through its provider SDK (twice),
+	// so rate_limited and slow_provider_error, which want a bounded turn,
+	// notices while it retries and the status in the error, are not run.
+	SilentRetries bool
 	// Catalog: the engine is an engine.Cataloger whose catalog holds
 	// Harness.Model.
 	Catalog bool
@@ -107,7 +114,10 @@ func Run(t *testing.T, h Harness, f Features) {
 		{"interrupt", f.Interrupt, s.interrupt},
 		{"cancel", true, s.cancel},
 		{"resume_and_fork", f.Resume, s.resumeAndFork},
+		{"resume_after_restart", f.Resume, s.resumeAfterRestart},
 		{"provider_error", true, s.providerError},
+		{"rate_limited", !f.SilentRetries, s.rateLimited},
+		{"slow_provider_error", !f.SilentRetries, s.slowProviderError},
 		{"usage_and_cost", true, s.usage},
 		{"catalog", f.Catalog, s.catalog},
 		{"structured", f.Structured, s.structured},
@@ -151,16 +161,29 @@ func (c *chat) turn(t *testing.T, prompt, resume string, rec *Recorder) (events.
 
 func (c *chat) turnCtx(t *testing.T, ctx context.Context, prompt, resume string, rec *Recorder) (events.Result, error) {
 	t.Helper()
+	return c.run(t, ctx, c.request(prompt, resume, rec), rec)
+}
+
+// turnOn runs a turn on model instead of the harness's.
+func (c *chat) turnOn(t *testing.T, model, prompt string, rec *Recorder) (events.Result, error) {
+	t.Helper()
+	req := c.request(prompt, "", rec)
+	req.Model = model
+	return c.run(t, context.Background(), req, rec)
+}
+
+func (c *chat) run(t *testing.T, ctx context.Context, req engine.Request, rec *Recorder) (events.Result, error) {
+	t.Helper()
 	timeout := c.s.h.TurnTimeout
 	if timeout <= 0 {
 		timeout = 60 * time.Second
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := c.eng.Run(ctx, c.request(prompt, resume, rec), rec.Emit)
+	err := c.eng.Run(ctx, req, rec.Emit)
 	outs := rec.Outputs()
 	for _, e := range CheckTurn(c.s.h.Type, outs, !errors.Is(err, engine.ErrCancelled)) {
-		t.Errorf("turn %q: %v", prompt, e)
+		t.Errorf("turn %q: %v", req.PromptText(), e)
 	}
 	if len(outs) == 0 {
 		return events.Result{}, err

@@ -311,6 +311,56 @@ func (s *suite) resumeAndFork(t *testing.T) {
 	}
 }
 
+// resumeAfterRestart cancels a turn (the agent's processes are stopped),
+// then resumes the session on a new process: the model must still get the
+// turn from before the cancel, and no message may repeat an earlier turn's
+// text.
+func (s *suite) resumeAfterRestart(t *testing.T) {
+	c := s.newChat(t)
+	const first, third = "Remember the word APPLE-7.", "Which word did I ask you to remember?"
+	r1, err := c.turn(t, first, "", NewRecorder())
+	mustSucceed(t, r1, err)
+
+	rec := NewRecorder()
+	ctx, stop := context.WithCancelCause(context.Background())
+	defer stop(nil)
+	errc := make(chan error, 1)
+	go func() { _, err := c.turnCtx(t, ctx, "@@SLOW@@ Tell me a long story.", r1.SessionID, rec); errc <- err }()
+	select {
+	case <-rec.FirstDelta():
+	case <-time.After(30 * time.Second):
+		t.Fatal("no text delta before the stall")
+	}
+	stop(engine.ErrCancelled)
+	if err := <-errc; !errors.Is(err, engine.ErrCancelled) {
+		t.Fatalf("cancelled turn returned %v, want ErrCancelled", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(processesIn(c.workspace)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	next := NewRecorder()
+	r3, err := c.turn(t, third, r1.SessionID, next)
+	mustSucceed(t, r3, err)
+	if last := s.lastUserTurns(t); !hasTurn(last, first) || !hasTurn(last, third) {
+		t.Errorf("the turn after the restart sent user turns %q, want the first turn's %q too", last, first)
+	}
+	var said []string
+	for _, o := range next.Outputs() {
+		if a, ok := o.(events.AssistantMessage); ok {
+			for _, b := range a.Content {
+				if tb, ok := b.(events.TextBlock); ok {
+					said = append(said, tb.Text)
+				}
+			}
+		}
+	}
+	if len(said) != 1 || said[0] != helloText {
+		t.Errorf("the turn after the restart said %q, want only %q (no earlier turn's text)", said, helloText)
+	}
+}
+
 func (s *suite) providerError(t *testing.T) {
 	c := s.newChat(t)
 	rec := NewRecorder()

@@ -39,6 +39,6 @@ func newEngine(bin string) func(t *testing.T, env enginetest.Env) engine.Engine 
 func TestConformance(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EnginePi)
 	enginetest.Run(t, enginetest.Harness{Type: events.EnginePi, New: newEngine(bin), Model: testModel},
-		enginetest.Features{Thinking: true, Permissions: true, AskUser: true, Interrupt: true, Resume: true, Fork: true,
+		enginetest.Features{Thinking: true, Permissions: true, AskUser: true, Interrupt: true, Resume: true, Fork: true, SilentRetries: true,
 			Cost: true, MCP: true, DenyUpFront: true, Catalog: true, Structured: true})
 }

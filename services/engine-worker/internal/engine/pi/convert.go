@@ -83,6 +83,8 @@ func (c *Converter) Convert(ev Event) []events.Output {
 			}
 			c.add(events.CompactBoundary{MessageBase: c.base("compaction"), Trigger: trigger, PreTokens: r.TokensBefore})
 		}
+	case "auto_retry_start":
+		c.add(events.Notification{SessionID: c.session, Level: events.LevelWarning, Title: "pi is retrying", Message: ev.ErrorMessage})
 	case "auto_retry_end":
 		if ev.Success != nil && !*ev.Success && ev.FinalError != "" {
 			c.lastError = errorText(ev.FinalError)
