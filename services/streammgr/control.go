@@ -146,7 +146,9 @@ func (m *Manager) answer(ctx context.Context, req events.AnswerRequest) (events.
 	}
 	reply, err := m.ask(ctx, r, events.VerbAnswer, events.ControlRequest{Tenant: r.Tenant, RunID: r.ID, RequestedBy: req.UserID,
 		ToolUseID: req.ToolUseID, Answers: req.Answers, Decision: req.Decision, Message: req.Message})
-	if errors.Is(err, nats.ErrNoResponders) {
+	if errors.Is(err, nats.ErrNoResponders) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) {
+		// Nobody took it: the run ended on its worker as the answer went
+		// out (its control subscription was going), or its worker is gone.
 		return events.ControlReply{}, svc.Conflict("run %s has no live worker to answer", r.ID)
 	}
 	if err != nil {
