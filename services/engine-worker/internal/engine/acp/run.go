@@ -105,7 +105,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	} else if live.runs != "" {
 		runs = live.runs
 	}
-	t := &turn{e: e, a: a, req: req, log: log, secrets: secrets(cred), live: live,
+	t := &turn{e: e, a: a, req: req, log: log, secrets: secrets(cred), live: live, loaded: s.how == "load",
 		conv: &Converter{Profile: e.p, SessionID: s.id, Model: runs, Base: req.RunID, MCPServers: serverNames(req.MCPServers),
 			CostBase: live.cost}}
 	t.emitFn = emit

@@ -31,6 +31,7 @@ type turn struct {
 	cancelled bool                       // hard stop: nothing more goes out
 	gaveUp    *engine.Error              // the agent retried past the budget: the turn fails with this
 	retried   int                        // the HTTP status of the last failed model call the agent retried
+	loaded    bool                       // its session was reopened by session/load, whose replay may still be arriving
 }
 
 // decision is a permission prompt the Interaction decided.
@@ -284,14 +285,46 @@ func (t *turn) frame(ctx context.Context, sid string, f Frame) error {
 	return nil
 }
 
+// replayQuiet is how long the inbox must stay empty after a session/load
+// before the prompt goes out, and replayWait the longest that takes: some
+// agents (Gemini CLI) send a load's history replay after answering it, and
+// replayed text that arrived once the prompt was out would be taken for
+// the new answer.
+const (
+	replayQuiet = 300 * time.Millisecond
+	replayWait  = 5 * time.Second
+)
+
 // drainStale handles what arrived while the process was idle or the
 // session was being opened (a load's history replay, late updates of the
-// previous turn): notifications are dropped, requests refused.
+// previous turn): notifications are dropped, requests refused. After a
+// load it waits for the replay to go quiet.
 func (t *turn) drainStale() {
-	frames, _ := t.a.p.conn.inbox.Drain()
-	for _, f := range frames {
-		if f.Kind() == KindRequest {
-			_ = t.a.p.conn.ReplyError(f.ID, CodeInternal, "no turn is running")
+	q := t.a.p.conn.inbox
+	drop := func() (n int) {
+		frames, _ := q.Drain()
+		for _, f := range frames {
+			if f.Kind() == KindRequest {
+				_ = t.a.p.conn.ReplyError(f.ID, CodeInternal, "no turn is running")
+			}
+		}
+		return len(frames)
+	}
+	n := drop()
+	if !t.loaded {
+		return
+	}
+	deadline := time.After(replayWait)
+	for {
+		select {
+		case <-q.Notify():
+			n += drop()
+		case <-time.After(replayQuiet):
+			t.log.Debug("acp: load replay dropped", "frames", n)
+			return
+		case <-deadline:
+			t.log.Warn("acp: the load replay did not go quiet; prompting anyway", "frames", n)
+			return
 		}
 	}
 }
