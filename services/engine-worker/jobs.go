@@ -86,6 +86,11 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	}
 	w.register(r)
 	defer w.unregister(r)
+	// A flag set between the check above and register was seen by
+	// watchFlags while it could not find the run: read it again.
+	if flag, ok := w.flag(ctx, job.RunID); ok && (flag.Verb == events.VerbAbandon || flag.Verb == events.VerbCancel) {
+		r.cancel(engine.ErrCancelled)
+	}
 	engineAttr := metric.WithAttributes(attribute.String("engine", string(job.Engine)))
 	runsActive.Add(ctx, 1, engineAttr)
 	defer runsActive.Add(context.WithoutCancel(ctx), -1, engineAttr)
