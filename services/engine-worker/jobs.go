@@ -43,7 +43,7 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	log := w.log.With("run_id", job.RunID, "tenant", job.Tenant, "engine", job.Engine)
 	ctx := natstrace.Extract(runsCtx, msg.Headers())
 
-	if flag, ok := w.flag(ctx, job.RunID); ok && (flag.Verb == events.VerbAbandon || flag.Verb == events.VerbCancel) {
+	if flag, ok := w.endFlag(ctx, job.RunID); ok {
 		// streammgr already ended this run (cancelled while queued, or lost).
 		log.InfoContext(ctx, "job dropped: run already ended", "flag", flag.Verb)
 		_ = msg.Ack()
@@ -88,7 +88,7 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	defer w.unregister(r)
 	// A flag set between the check above and register was seen by
 	// watchFlags while it could not find the run: read it again.
-	if flag, ok := w.flag(ctx, job.RunID); ok && (flag.Verb == events.VerbAbandon || flag.Verb == events.VerbCancel) {
+	if _, ok := w.endFlag(ctx, job.RunID); ok {
 		r.cancel(engine.ErrCancelled)
 	}
 	engineAttr := metric.WithAttributes(attribute.String("engine", string(job.Engine)))
@@ -226,6 +226,13 @@ func (w *Worker) lookup(runID string) *run {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.runs[runID]
+}
+
+// endFlag returns the run's flag when it says the run is over (cancelled
+// or abandoned).
+func (w *Worker) endFlag(ctx context.Context, runID string) (events.RunFlag, bool) {
+	f, ok := w.flag(ctx, runID)
+	return f, ok && (f.Verb == events.VerbAbandon || f.Verb == events.VerbCancel)
 }
 
 // flag reads the durable control flag of a run, if any.
