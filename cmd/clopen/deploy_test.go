@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -90,6 +91,9 @@ func TestKubernetesManifestsAreLockedDown(t *testing.T) {
 			t.Errorf("%s: mounts a service account token", m.Metadata.Name)
 		}
 		for _, c := range ps.Containers {
+			if err := pinned(c.Image); err != nil {
+				t.Errorf("%s/%s: %v", m.Metadata.Name, c.Name, err)
+			}
 			sc := c.SecurityContext
 			if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || !slices.Equal(sc.Capabilities.Drop, []string{"ALL"}) {
 				t.Errorf("%s/%s: securityContext %+v, want no privilege escalation and every capability dropped", m.Metadata.Name, c.Name, sc)
@@ -122,6 +126,77 @@ func TestKubernetesManifestsAreLockedDown(t *testing.T) {
 			if port.Port == 5432 || port.Port == 8421 {
 				t.Errorf("the engine worker's egress allows port %d", port.Port)
 			}
+		}
+	}
+}
+
+// pinned says why image is not pinned to a version: no tag, or :latest.
+func pinned(image string) error {
+	if strings.Contains(image, "@sha256:") {
+		return nil
+	}
+	i := strings.LastIndex(image, ":")
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return errors.New("image " + image + " has no tag (it means :latest)")
+	}
+	if image[i+1:] == "latest" {
+		return errors.New("image " + image + " is :latest, not a version")
+	}
+	return nil
+}
+
+// The compose file and the Dockerfiles pin every image they pull, and the
+// worker image carries a current Node.js LTS line.
+func TestImagesArePinned(t *testing.T) {
+	b, err := os.ReadFile("../../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compose struct {
+		Services map[string]struct{ Image string }
+	}
+	if err := yaml.Unmarshal(b, &compose); err != nil {
+		t.Fatal(err)
+	}
+	images := 0
+	for name, s := range compose.Services {
+		if s.Image == "" {
+			continue // built from the tree
+		}
+		images++
+		if err := pinned(s.Image); err != nil {
+			t.Errorf("docker-compose.yml %s: %v", name, err)
+		}
+	}
+	if images < 4 {
+		t.Errorf("docker-compose.yml pulls %d images, want NATS, Postgres and the observability stack", images)
+	}
+	from := regexp.MustCompile(`(?m)^FROM\s+(\S+)`)
+	arg := regexp.MustCompile(`(?m)^ARG\s+(\w+)=(\S+)`)
+	for _, f := range []string{"Dockerfile", "Dockerfile.worker"} {
+		b, err := os.ReadFile("../../deploy/docker/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := map[string]string{}
+		for _, m := range arg.FindAllStringSubmatch(string(b), -1) {
+			args[m[1]] = m[2]
+		}
+		node := ""
+		for _, m := range from.FindAllStringSubmatch(string(b), -1) {
+			image := os.Expand(m[1], func(k string) string { return args[k] })
+			if err := pinned(image); err != nil {
+				t.Errorf("%s: %v", f, err)
+			}
+			if strings.HasPrefix(image, "node:") {
+				node = image
+			}
+		}
+		if f != "Dockerfile.worker" {
+			continue
+		}
+		if !regexp.MustCompile(`^node:(22|24)[.-]`).MatchString(node) {
+			t.Errorf("%s runs on %q, want a current Node.js LTS line (22 or 24)", f, node)
 		}
 	}
 }
