@@ -35,7 +35,8 @@ var systemDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "
 // roots, the dynamic linker's cache, alternatives the /usr/bin links use.
 var systemFiles = []string{"/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/host.conf",
 	"/etc/gai.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/alternatives", "/etc/localtime",
-	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/mime.types", "/etc/gitconfig"}
+	"/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/mime.types", "/etc/gitconfig",
+	"/etc/bash.bashrc", "/etc/profile", "/etc/inputrc"}
 
 // Command returns the bwrap command line for argv under spec. As root it
 // also gives spec's workspace, state dirs and sockets to spec's uid.
@@ -111,7 +112,7 @@ func (b *Bwrap) Command(spec Spec, argv []string) (*Command, error) {
 		a = append(a, "--ro-bind-try", f, f)
 	}
 	a = append(a, "--ro-bind-data", passwdFD, "/etc/passwd", "--ro-bind-data", groupFD, "/etc/group",
-		"--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/var/tmp")
+		"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/var/tmp")
 	// bwrap makes a mount point's missing parents with the host's modes,
 	// often 0700 and root's: make them traversable first.
 	made := map[string]bool{}
@@ -200,9 +201,8 @@ func dataFile(data []byte) (*os.File, error) {
 	return f, nil
 }
 
-// own gives the workspace (once: it may be large), the state dirs (every
-// time: the worker writes files there) and the endpoint sockets to spec's
-// uid, so the unprivileged agent can use them. Without root it does
+// own gives the workspace (once: it may be large) and the state dirs
+// (every time: the worker writes files there) to spec's uid, so the unprivileged agent can use them. Without root it does
 // nothing: the dirs must already be the uid's.
 func own(spec Spec) error {
 	if os.Geteuid() != 0 {
@@ -231,11 +231,6 @@ func own(spec Spec) error {
 	for _, d := range spec.State {
 		if err := chown(d, true); err != nil {
 			return err
-		}
-	}
-	for _, e := range spec.Endpoints {
-		if err := os.Chown(e.Socket, spec.UID, spec.GID); err != nil {
-			return fmt.Errorf("sandbox: endpoint socket: %w", err)
 		}
 	}
 	return nil

@@ -92,7 +92,7 @@ func runProbe(args []string, stdout io.Writer) error {
 		c.Close()
 	}
 	var r syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_AS, &r) == nil {
+	if syscall.Getrlimit(syscall.RLIMIT_DATA, &r) == nil {
 		f.LimitAS = r.Cur
 	}
 	if syscall.Getrlimit(rlimitNPROC, &r) == nil {
@@ -138,6 +138,9 @@ func CheckSandbox(ctx context.Context, sb Sandbox) error {
 		return fmt.Errorf("%s check: %w", sb.Name(), err)
 	}
 	defer ln.Close()
+	if err := os.Chmod(sock, 0o666); err != nil {
+		return fmt.Errorf("%s check: %w", sb.Name(), err)
+	}
 	go func() {
 		for {
 			c, err := ln.Accept()
@@ -209,7 +212,7 @@ func CheckSandbox(ctx context.Context, sb Sandbox) error {
 		fail("cannot reach its endpoint (got %q)", f.Endpoint)
 	}
 	if f.LimitAS != limits.MemoryBytes || f.LimitNPROC != limits.Procs || f.LimitCPU != limits.CPUSeconds {
-		fail("limits are AS %d NPROC %d CPU %d, want %d %d %d", f.LimitAS, f.LimitNPROC, f.LimitCPU,
+		fail("limits are DATA %d NPROC %d CPU %d, want %d %d %d", f.LimitAS, f.LimitNPROC, f.LimitCPU,
 			limits.MemoryBytes, limits.Procs, limits.CPUSeconds)
 	}
 	if len(failed) > 0 {

@@ -148,7 +148,7 @@ func setLimits(l Limits) error {
 	for _, r := range []struct {
 		res int
 		v   uint64
-	}{{syscall.RLIMIT_AS, l.MemoryBytes}, {rlimitNPROC, l.Procs}, {syscall.RLIMIT_CPU, l.CPUSeconds}, {syscall.RLIMIT_NOFILE, l.OpenFiles}} {
+	}{{syscall.RLIMIT_DATA, l.MemoryBytes}, {rlimitNPROC, l.Procs}, {syscall.RLIMIT_CPU, l.CPUSeconds}, {syscall.RLIMIT_NOFILE, l.OpenFiles}} {
 		if err := syscall.Setrlimit(r.res, &syscall.Rlimit{Cur: r.v, Max: r.v}); err != nil {
 			return fmt.Errorf("setrlimit %d: %w", r.res, err)
 		}

@@ -76,7 +76,9 @@ type Spec struct {
 }
 
 // Endpoint is one allowed destination: connections to 127.0.0.1:Port
-// inside the sandbox reach the unix socket Socket on the host.
+// inside the sandbox reach the unix socket Socket on the host. The socket
+// must accept the sandbox's uid; mode 0666 is safe, since only the
+// sandboxes it is mounted in can see it.
 type Endpoint struct {
 	Port   int
 	Socket string
@@ -85,7 +87,9 @@ type Endpoint struct {
 // Limits are the resource limits of one agent process and its children.
 // Zero means the default.
 type Limits struct {
-	// MemoryBytes caps each process's address space (RLIMIT_AS).
+	// MemoryBytes caps each process's data: heap and private writable
+	// mappings (RLIMIT_DATA). Not the address space: JavaScript engines
+	// reserve many gigabytes of it they never use.
 	MemoryBytes uint64
 	// Procs caps the processes of the sandbox's uid (RLIMIT_NPROC).
 	Procs uint64

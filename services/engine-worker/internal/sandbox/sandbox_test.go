@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"os"
+	"os/exec"
 	"testing"
 )
 
@@ -49,5 +50,27 @@ func TestUIDStableAndInRange(t *testing.T) {
 func TestSpecRefusesRoot(t *testing.T) {
 	if _, err := (&Bwrap{}).Command(Spec{}, []string{"true"}); err == nil {
 		t.Fatal("a spec without a uid was accepted")
+	}
+}
+
+// TestCommandRunsAsTenant runs a shell in the sandbox with tight limits and
+// checks who it is.
+func TestCommandRunsAsTenant(t *testing.T) {
+	needRoot(t)
+	ws := t.TempDir()
+	cmd, err := (&Bwrap{}).Command(Spec{UID: 100123, GID: 100123, Workspace: ws,
+		Limits: Limits{MemoryBytes: 1536 << 20, Procs: 96}}, []string{"/bin/sh", "-c", "id -u; pwd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
+	c.ExtraFiles = cmd.ExtraFiles
+	out, err := c.CombinedOutput()
+	cmd.Close()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := "100123\n" + ws + "\n"; string(out) != want {
+		t.Fatalf("got %q, want %q", out, want)
 	}
 }
