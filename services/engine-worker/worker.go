@@ -28,8 +28,8 @@ import (
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/internal/engine"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 	"clopen.dev/services/engine-worker/internal/engine/scripted"
+	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // Name is the service name on the bus and in logs.
