@@ -41,7 +41,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if wantsHelp(args) {
 		fmt.Fprintf(stdout, "usage: clopen serve <service>\n\nruns one service as its own process; services: %s\n"+
 			"configured by CLOPEN_NATS_URL (default nats://127.0.0.1:4222), DATABASE_URL, CLOPEN_ADMIN_ADDR\n"+
-			"(health and metrics) and the service's own variables (docs/OPERATIONS.md)\n", serviceNames())
+			"(health and metrics) and the service's own variables (docs/CONFIGURATION.md)\n", serviceNames())
 		return nil
 	}
 	if len(args) != 1 {
