@@ -38,7 +38,6 @@ type hostileWorker struct {
 	root    string // holds the data dir, workspaces and state
 	baseURL string
 	sandbox *engine.Sandboxing
-	mu      sync.Mutex
 }
 
 func newHostileWorker(t *testing.T) *hostileWorker {
