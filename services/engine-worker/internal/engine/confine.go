@@ -49,6 +49,12 @@ func (s *Sandboxing) For(tenant, bin, workspace, baseURL string, state ...string
 		}
 		spec.Endpoints = eps
 	}
+	// Files the worker just wrote into the state dirs (settings, artifacts)
+	// must be the tenant's before any process of it reads them, a warm one
+	// already running included.
+	if err := sandbox.Own(spec); err != nil {
+		return nil, err
+	}
 	return &Confinement{Sandbox: s.Sandbox, Spec: spec}, nil
 }
 

@@ -61,7 +61,7 @@ func (b *Bwrap) Command(spec Spec, argv []string) (*Command, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := own(spec); err != nil {
+	if err := Own(spec); err != nil {
 		return nil, err
 	}
 	c := &Command{}
@@ -108,10 +108,12 @@ func (b *Bwrap) Command(spec Spec, argv []string) (*Command, error) {
 			a = append(a, "--ro-bind", d, d)
 		}
 	}
+	a = append(a, "--perms", "0755", "--dir", "/etc")
 	for _, f := range systemFiles {
 		a = append(a, "--ro-bind-try", f, f)
 	}
-	a = append(a, "--ro-bind-data", passwdFD, "/etc/passwd", "--ro-bind-data", groupFD, "/etc/group",
+	a = append(a, "--perms", "0644", "--ro-bind-data", passwdFD, "/etc/passwd",
+		"--perms", "0644", "--ro-bind-data", groupFD, "/etc/group",
 		"--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/var/tmp")
 	// bwrap makes a mount point's missing parents with the host's modes,
 	// often 0700 and root's: make them traversable first.
@@ -201,10 +203,10 @@ func dataFile(data []byte) (*os.File, error) {
 	return f, nil
 }
 
-// own gives the workspace (once: it may be large) and the state dirs
+// Own gives the workspace (once: it may be large) and the state dirs
 // (every time: the worker writes files there) to spec's uid, so the unprivileged agent can use them. Without root it does
 // nothing: the dirs must already be the uid's.
-func own(spec Spec) error {
+func Own(spec Spec) error {
 	if os.Geteuid() != 0 {
 		return nil
 	}

@@ -59,7 +59,7 @@ func TestCommandRunsAsTenant(t *testing.T) {
 	needRoot(t)
 	ws := t.TempDir()
 	cmd, err := (&Bwrap{}).Command(Spec{UID: 100123, GID: 100123, Workspace: ws,
-		Limits: Limits{MemoryBytes: 1536 << 20, Procs: 96}}, []string{"/bin/sh", "-c", "id -u; pwd"})
+		Limits: Limits{MemoryBytes: 1536 << 20, Procs: 96}}, []string{"/bin/sh", "-c", "id -u; pwd; ls /etc/ssl >/dev/null; grep -q :100123: /etc/passwd"})
 	if err != nil {
 		t.Fatal(err)
 	}
