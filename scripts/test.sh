@@ -37,6 +37,15 @@ cleanup() {
 }
 trap cleanup EXIT
 
+step "bubblewrap"
+# Agents run confined by bubblewrap; the sandbox and hostile-agent tests need it.
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "no bwrap: installing the bubblewrap package"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap >/dev/null; fi
+fi
+bwrap --version
+
 step "Postgres"
 if [ -n "${DATABASE_URL:-}" ] && pg_answers "$DATABASE_URL"; then
   echo "using DATABASE_URL"

@@ -77,6 +77,10 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 
 	setup := engines.SetupFromEnv(dir, getenv, logger)
 	setup.OperatorCredentials = true // one user, on the developer's own keys
+	if setup.Sandbox, err = engines.Sandboxing(ctx, getenv, filepath.Join(dir, "run"), logger); err != nil {
+		ln.Close()
+		return err
+	}
 	if *withFakeLLM {
 		url, stopLLM, err := fakellm.New(fakellm.Config{Logger: logger}).Start("127.0.0.1:0")
 		if err != nil {

@@ -15,10 +15,12 @@ import (
 	"slices"
 	"syscall"
 
+	worker "clopen.dev/services/engine-worker"
 	"clopen.dev/services/engine-worker/fakellm"
 )
 
 func main() {
+	worker.SandboxInit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)

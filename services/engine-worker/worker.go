@@ -29,6 +29,7 @@ import (
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/scripted"
+	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // Name is the service name on the bus and in logs.
@@ -448,6 +449,9 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	setup := engines.SetupFromEnv(engines.DefaultDataDir(getenv), getenv, p.Logger)
+	if setup.Sandbox, err = engines.Sandboxing(ctx, getenv, filepath.Join(setup.DataDir, "run"), p.Logger); err != nil {
+		return err
+	}
 	// A second connection for the control plane (see Deps.Control).
 	url := getenv(servekit.EnvNATSURL)
 	if url == "" {
@@ -467,3 +471,8 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	return w.Run(ctx)
 }
+
+// SandboxInit runs the agent sandbox's init when this binary was started as
+// it (inside a sandbox) and never returns then; otherwise it returns at
+// once. Every binary that runs a worker calls it first thing in main.
+func SandboxInit() { sandbox.Main() }

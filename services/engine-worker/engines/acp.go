@@ -93,7 +93,8 @@ func acpFactory(p *acp.Profile, bin string, s Setup) engine.Factory {
 	creds := acpAccounts{s, p}
 	return func(_ context.Context, key engine.Key) (engine.Engine, error) {
 		return acp.New(acp.Config{Profile: p, Bin: bin, StateDir: s.stateDir(p.Type),
-			CacheDir: filepath.Join(s.DataDir, "engine-cache"), Credentials: creds, MaxRetries: 2, Logger: s.Logger}, key), nil
+			CacheDir: filepath.Join(s.DataDir, "engine-cache"), Credentials: creds, MaxRetries: 2, Logger: s.Logger,
+			Sandbox: s.Sandbox}, key), nil
 	}
 }
 

@@ -70,7 +70,7 @@ var table = append([]Spec{
 			creds := claudeAccounts{s}
 			return func(_ context.Context, key engine.Key) (engine.Engine, error) {
 				return claude.New(claude.Config{Bin: bin, StateDir: s.stateDir(events.EngineClaudeCode),
-					Credentials: creds, MaxRetries: 2, Logger: s.Logger}, key), nil
+					Credentials: creds, MaxRetries: 2, Logger: s.Logger, Sandbox: s.Sandbox}, key), nil
 			}
 		},
 	},
@@ -128,6 +128,9 @@ type Setup struct {
 	// serves tenants only when the operator says so. `clopen dev` turns it
 	// on for its one user.
 	OperatorCredentials bool
+	// Sandbox confines the agent processes (see Sandboxing); nil runs them
+	// unconfined.
+	Sandbox *engine.Sandboxing
 	// Logger gets the adapters' diagnostics.
 	Logger *slog.Logger
 	// ProbeTimeout bounds each engine's version command; 0 means

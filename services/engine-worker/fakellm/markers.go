@@ -1,6 +1,7 @@
 package fakellm
 
 import (
+	"encoding/base64"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +15,10 @@ const maxTextDeltas = 100_000
 
 var textMarker = regexp.MustCompile(`@@TEXT:(\d{1,9})@@`)
 
+// shellMarker is @@SH:<base64url>@@: a call to the shell tool running the
+// decoded command (hostile-agent tests choose what an agent runs).
+var shellMarker = regexp.MustCompile(`@@SH:([A-Za-z0-9_-]+)@@`)
+
 // markers are the directives found in the last user turn.
 type markers struct {
 	think, tool, write, ask, mcp, slow, fail bool
@@ -24,6 +29,9 @@ type markers struct {
 	// A JSON answer in text comes in a ```json fence with prose around it
 	// (@@JSON_FENCED@@), or cut off halfway (@@JSON_TRUNCATED@@).
 	jsonFenced, jsonTruncated bool
+	// shell is the command @@SH:…@@ asks to run; "" when none (or when it
+	// does not decode).
+	shell string
 }
 
 func findMarkers(text string) markers {
@@ -44,6 +52,11 @@ func findMarkers(text string) markers {
 	}
 	if strings.Contains(text, "@@LONG@@") {
 		m.deltas = longDeltas
+	}
+	if sub := shellMarker.FindStringSubmatch(text); sub != nil {
+		if b, err := base64.RawURLEncoding.DecodeString(sub[1]); err == nil {
+			m.shell = string(b)
+		}
 	}
 	if sub := textMarker.FindStringSubmatch(text); sub != nil {
 		n, _ := strconv.Atoi(sub[1]) // at most nine digits: always fits
@@ -67,6 +80,9 @@ func (m markers) String() string {
 		if f.on {
 			out = append(out, f.name)
 		}
+	}
+	if m.shell != "" {
+		out = append(out, "@@SH@@")
 	}
 	if m.deltas > 0 {
 		out = append(out, "@@TEXT:"+strconv.Itoa(m.deltas)+"@@")

@@ -105,6 +105,11 @@ func answer(t turn, m markers) []step {
 			return call("Running a command.", tl, shellArgs(decodeSchema(tl.schema)))
 		}
 		return missing("write-file or shell tool", t)
+	case m.shell != "":
+		if tl, ok := findTool(t.tools, shellTools); ok {
+			return call("Running a command.", tl, shellArgsFor(decodeSchema(tl.schema), m.shell))
+		}
+		return missing("shell tool", t)
 	case m.tool:
 		if tl, ok := findTool(t.tools, shellTools); ok {
 			return call("Running a command.", tl, shellArgs(decodeSchema(tl.schema)))

@@ -8,6 +8,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
+func TestShellMarkerCommand(t *testing.T) {
+	if got := findMarkers("run @@SH:aWQgLXU@@ please").shell; got != "id -u" {
+		t.Errorf("shell = %q, want %q", got, "id -u")
+	}
+}
+
 func TestFindMarkers(t *testing.T) {
 	tests := []struct {
 		give string
@@ -23,6 +29,8 @@ func TestFindMarkers(t *testing.T) {
 		{"@@TEXT:999999999@@", "@@TEXT:100000@@"},
 		{"@@TEXT:x@@ @@tool@@", ""},
 		{"@@JSON_TRUNCATED@@ x @@JSON_FENCED@@", "@@JSON_FENCED@@ @@JSON_TRUNCATED@@"},
+		{"@@SH:aWQgLXU@@", "@@SH@@"},
+		{"@@SH:!!@@", ""}, // not base64url: no command
 	}
 	for _, tt := range tests {
 		if got := findMarkers(tt.give).String(); got != tt.want {

@@ -62,7 +62,10 @@ func findEchoTool(offered []tool) (tool, bool) {
 
 // shellArgs shapes a call of shellCommand for the tool's schema: cmd (Codex),
 // commands[] (Cline), command as an argv array, or command as a string.
-func shellArgs(s schema) map[string]any {
+func shellArgs(s schema) map[string]any { return shellArgsFor(s, shellCommand) }
+
+// shellArgsFor shapes a call of command for the tool's schema.
+func shellArgsFor(s schema, shellCommand string) map[string]any {
 	args := map[string]any{}
 	switch {
 	case s.has("cmd"):

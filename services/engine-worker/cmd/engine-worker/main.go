@@ -12,6 +12,7 @@ import (
 )
 
 func main() {
+	worker.SandboxInit()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := worker.Serve(ctx, os.Getenv, os.Stderr); err != nil {

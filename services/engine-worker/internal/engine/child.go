@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // readBuffer is the stdout read size. Agent CLIs stream thousands of small
@@ -40,6 +42,8 @@ type ChildSpec struct {
 	// Closed, when set, runs once the process is gone and its stdout is
 	// drained, before Done is closed; Err is valid from then on.
 	Closed func()
+	// Confine, when set, starts the process in its sandbox.
+	Confine *Confinement
 }
 
 // Child is an agent CLI run as a child process that speaks newline-delimited
@@ -63,9 +67,23 @@ func StartChild(s ChildSpec) (*Child, error) {
 	if len(s.Argv) == 0 {
 		return nil, fmt.Errorf("start child: no command")
 	}
+	argv := s.Argv
+	var confined *sandbox.Command
+	if s.Confine != nil {
+		var err error
+		if confined, err = s.Confine.Sandbox.Command(s.Confine.Spec, argv); err != nil {
+			return nil, fmt.Errorf("start %s: %w", s.Argv[0], err)
+		}
+		defer confined.Close()
+		argv = confined.Argv
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, s.Argv[0], s.Argv[1:]...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env, cmd.Dir = s.Env, s.Dir
+	if confined != nil {
+		cmd.ExtraFiles = confined.ExtraFiles
+		cmd.Dir = "/" // the sandbox enters s.Dir as the tenant's uid
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return SignalGroup(cmd, syscall.SIGTERM) }
 	cmd.WaitDelay = s.Grace

@@ -67,6 +67,8 @@ type Config struct {
 	// Agents that report no models (Copilot with a provider key) list it
 	// as their catalog.
 	DefaultModel string
+	// Sandbox confines every process; nil runs them unconfined.
+	Sandbox *engine.Sandboxing
 	// Wrap prefixes the command line (a namespace launcher in tests).
 	Wrap []string
 	// Env is added to the agent's environment (KEY=value).

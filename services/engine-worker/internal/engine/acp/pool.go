@@ -44,6 +44,8 @@ type launch struct {
 	dir  string
 	home string
 	spec string // fingerprint of all of the above and the credential
+	// confine is the process's sandbox; nil runs it unconfined.
+	confine *engine.Confinement
 }
 
 // command builds the launch of a turn: the profile's settings written into
@@ -86,12 +88,24 @@ func (e *Engine) command(home string, cred Credential, model, workspace string, 
 	if e.p.ModelArgs != nil && model != "" {
 		argv = append(argv, e.p.ModelArgs(model)...)
 	}
+	state := []string{home}
+	if home != e.home {
+		state = append(state, e.home)
+	}
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, workspace, cred.BaseURL, state...)
+	if err != nil {
+		return launch{}, err
+	}
+	if confine != nil {
+		// Shared by every tenant: readable, never writable.
+		confine.Spec.ReadOnly = append(confine.Spec.ReadOnly, e.cfg.CacheDir)
+	}
 	h := sha256.New()
-	for _, s := range append(append(append([]string{}, argv...), env...), workspace, cred.fingerprint()) {
+	for _, s := range append(append(append([]string{}, argv...), env...), workspace, cred.fingerprint(), confine.Fingerprint()) {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
-	return launch{argv: argv, env: env, dir: workspace, home: home, spec: hex.EncodeToString(h.Sum(nil)[:12])}, nil
+	return launch{argv: argv, env: env, dir: workspace, home: home, spec: hex.EncodeToString(h.Sum(nil)[:12]), confine: confine}, nil
 }
 
 // acquire hands a turn a process: the warm one that has the session it
@@ -126,7 +140,7 @@ func (e *Engine) start(ctx context.Context, l launch) (*agent, error) {
 			e.Log.Info("acp: ignoring a stdout line that is not JSON-RPC (logged once)", "err", err)
 		}
 	}
-	p, err := startProc(l.argv, l.env, l.dir, e.cfg.KillGrace, e.cfg.Tap, bad)
+	p, err := startProc(l.argv, l.env, l.dir, e.cfg.KillGrace, e.cfg.Tap, bad, l.confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start " + e.p.Name + ": " + err.Error(), Err: err}
 	}

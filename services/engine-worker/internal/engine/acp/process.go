@@ -17,10 +17,10 @@ type proc struct {
 
 // startProc starts argv in dir with env, in its own process group. bad
 // sees each stdout line that is not JSON-RPC.
-func startProc(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte), bad func([]byte, error)) (*proc, error) {
+func startProc(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte), bad func([]byte, error), confine *engine.Confinement) (*proc, error) {
 	c := newConn(bad)
 	child, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
-		Line: c.dispatch, Closed: c.eof})
+		Line: c.dispatch, Closed: c.eof, Confine: confine})
 	if err != nil {
 		return nil, err
 	}

@@ -44,6 +44,8 @@ type Config struct {
 	// Wrap prefixes the command line, e.g. a namespace launcher in tests
 	// ("ip", "netns", "exec", NS, "unshare", "-p", "-f", "--mount-proc", "--").
 	Wrap []string
+	// Sandbox confines every process; nil runs them unconfined.
+	Sandbox *engine.Sandboxing
 	// Env is added to the CLI's environment (KEY=value), for settings the
 	// adapter does not set itself, such as ENABLE_TOOL_SEARCH.
 	Env []string
@@ -122,7 +124,13 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		return &engine.Error{Kind: events.KindInvalidRequest, Msg: err.Error(), Err: err}
 	}
 	env := append(environ(e.home, cred, e.cfg.MaxRetries), e.cfg.Env...)
-	spec := specOf(args, req.Workspace, cred)
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, e.home)
+	if err != nil {
+		return err
+	}
+	// A warm process fits only a turn it would have been confined for the
+	// same way: never another tenant's, workspace's or state's.
+	spec := specOf(args, req.Workspace, cred) + "\x00" + confine.Fingerprint()
 	gen := e.Procs.Begin(req.SessionID)
 	// The chat's spare fits when it resumes the session this turn resumes
 	// and was started the same way.
@@ -130,7 +138,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		return req.ResumeSessionID != "" && p.resume == req.ResumeSessionID && p.spec == spec
 	})
 	if !ok {
-		if p, err = e.start(args, env, req.Workspace, req.ResumeSessionID, spec); err != nil {
+		if p, err = e.start(args, env, req.Workspace, req.ResumeSessionID, spec, confine); err != nil {
 			return err
 		}
 	}
@@ -145,7 +153,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	var next func() (*proc, error)
 	if out.result && out.session != "" {
 		next = func() (*proc, error) {
-			p, err := e.start(args, env, req.Workspace, out.session, spec)
+			p, err := e.start(args, env, req.Workspace, out.session, spec, confine)
 			if err != nil {
 				e.Log.Warn("claude: start warm process", "err", err)
 			}
@@ -158,12 +166,12 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 
 // start starts a process (resuming and forking resume, if set) and sends
 // the initialize request.
-func (e *Engine) start(args, env []string, dir, resume, spec string) (*proc, error) {
+func (e *Engine) start(args, env []string, dir, resume, spec string, confine *engine.Confinement) (*proc, error) {
 	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin), args...)
 	if resume != "" {
 		argv = append(argv, "--resume", resume, "--fork-session")
 	}
-	p, err := startProc(argv, env, dir, e.cfg.KillGrace, e.cfg.Tap)
+	p, err := startProc(argv, env, dir, e.cfg.KillGrace, e.cfg.Tap, confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start Claude Code: " + err.Error(), Err: err}
 	}

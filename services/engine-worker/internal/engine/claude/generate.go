@@ -35,7 +35,11 @@ func (e *Engine) Generate(ctx context.Context, req engine.GenerateRequest) (json
 	}
 	argv := append(append(slices.Clone(e.cfg.Wrap), e.cfg.Bin), generateArgs(cmp.Or(req.Model, DefaultModel), req.Schema)...)
 	env := append(environ(e.home, cred, e.cfg.MaxRetries), e.cfg.Env...)
-	p, err := startProc(argv, env, req.Workspace, e.cfg.KillGrace, e.cfg.Tap)
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, e.home)
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProc(argv, env, req.Workspace, e.cfg.KillGrace, e.cfg.Tap, confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start Claude Code: " + err.Error(), Err: err}
 	}

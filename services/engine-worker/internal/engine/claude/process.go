@@ -22,10 +22,10 @@ type proc struct {
 
 // startProc starts argv (wrap + the CLI + args) in dir with env. grace is
 // how long the group gets between SIGTERM and SIGKILL.
-func startProc(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte)) (*proc, error) {
+func startProc(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte), confine *engine.Confinement) (*proc, error) {
 	p := &proc{lines: engine.NewQueue[[]byte]()}
 	c, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
-		Line: p.lines.Push, Closed: p.lines.Close})
+		Line: p.lines.Push, Closed: p.lines.Close, Confine: confine})
 	if err != nil {
 		return nil, err
 	}

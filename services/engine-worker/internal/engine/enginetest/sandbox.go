@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"clopen.dev/services/engine-worker/fakellm"
+	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // fakellmEnv, when set in a test binary's environment, makes Main run
@@ -32,6 +33,7 @@ const fakellmEnv = "CLOPEN_ENGINETEST_FAKELLM"
 // and then fails if goroutines were left behind (an adapter's process
 // readers, waiters and warm-process timers all have owners that end them).
 func Main(m *testing.M) {
+	sandbox.Main() // the sandbox's init, when a confined agent is started
 	if addr := os.Getenv(mcpEchoEnv); addr != "" {
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		err := serveMCPEcho(ctx, addr, os.Stdout)

@@ -1,0 +1,117 @@
+package engines
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/sandbox"
+)
+
+// EnvSandbox chooses how agent processes are confined: unset or "bwrap"
+// (bubblewrap, checked at start) or "off" (unconfined, logged at Warn on
+// every start; only for a host that is itself the boundary).
+const EnvSandbox = "CLOPEN_SANDBOX"
+
+// Sandboxing returns the confinement of the worker's agent processes as
+// EnvSandbox says, after proving it works on this host; nil with no error
+// only for the explicit opt-out. runDir holds the bridges to loopback model
+// servers.
+func Sandboxing(ctx context.Context, getenv func(string) string, runDir string, logger *slog.Logger) (*engine.Sandboxing, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	switch v := getenv(EnvSandbox); v {
+	case "off":
+		logger.Warn("agent processes run UNCONFINED: " + EnvSandbox + "=off; every tenant's agent can read the worker's files and environment and reach its network")
+		return nil, nil
+	case "", "bwrap":
+		sb := &sandbox.Bwrap{}
+		if err := sb.Check(ctx); err != nil {
+			return nil, fmt.Errorf("no working sandbox for agent processes (%w); fix it, or set %s=off to run agents unconfined", err, EnvSandbox)
+		}
+		if err := os.MkdirAll(runDir, 0o700); err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		return &engine.Sandboxing{Sandbox: sb, Endpoints: (&loopbackBridges{dir: runDir, log: logger}).endpoints}, nil
+	default:
+		return nil, fmt.Errorf("%s=%q: want bwrap or off", EnvSandbox, v)
+	}
+}
+
+// loopbackBridges lets a confined agent reach a model server on the
+// worker's loopback (`clopen dev --fakellm`, a local gateway): a unix
+// socket per address, forwarding to it, mounted into the sandbox at the
+// same port. Other model URLs get no endpoint: the run's model-API proxy
+// provides those.
+type loopbackBridges struct {
+	dir string
+	log *slog.Logger
+	mu  sync.Mutex
+	by  map[string]string // host:port -> socket
+}
+
+func (b *loopbackBridges) endpoints(baseURL string) ([]sandbox.Endpoint, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("model URL %q: %w", baseURL, err)
+	}
+	ip := net.ParseIP(u.Hostname())
+	if u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return nil, nil
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return nil, fmt.Errorf("model URL %q: a loopback address needs a port", baseURL)
+	}
+	addr := net.JoinHostPort(u.Hostname(), u.Port())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if sock, ok := b.by[addr]; ok {
+		return []sandbox.Endpoint{{Port: port, Socket: sock}}, nil
+	}
+	sock := filepath.Join(b.dir, "model-"+strconv.Itoa(port)+".sock")
+	_ = os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("model bridge: %w", err)
+	}
+	if err := os.Chmod(sock, 0o666); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("model bridge: %w", err)
+	}
+	go forward(ln, addr)
+	if b.by == nil {
+		b.by = map[string]string{}
+	}
+	b.by[addr] = sock
+	return []sandbox.Endpoint{{Port: port, Socket: sock}}, nil
+}
+
+// forward pipes every connection on ln to addr, for the process's life.
+func forward(ln net.Listener, addr string) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			t, err := net.Dial("tcp", addr)
+			if err != nil {
+				return
+			}
+			defer t.Close()
+			go func() { _, _ = io.Copy(t, c); _ = t.(*net.TCPConn).CloseWrite() }()
+			_, _ = io.Copy(c, t)
+		}()
+	}
+}
