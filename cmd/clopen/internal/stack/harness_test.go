@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/logging"
@@ -107,12 +108,27 @@ func (h *harness) connect() *nats.Conn {
 // waitService waits until a micro service answers pings.
 func (h *harness) waitService(name string) {
 	h.t.Helper()
+	// A micro service answers PING as soon as it is added, before its
+	// endpoints are; wait until INFO lists endpoints and the list has stopped
+	// growing.
+	endpoints := func() int {
+		msg, err := h.nc.Request("$SRV.INFO."+name, nil, 200*time.Millisecond)
+		if err != nil {
+			return 0
+		}
+		var info micro.Info
+		if json.Unmarshal(msg.Data, &info) != nil {
+			return 0
+		}
+		return len(info.Endpoints)
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := h.nc.Request("$SRV.PING."+name, nil, 200*time.Millisecond); err == nil {
+	for last := 0; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		n := endpoints()
+		if n > 0 && n == last {
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		last = n
 	}
 	h.t.Fatalf("service %s not up", name)
 }

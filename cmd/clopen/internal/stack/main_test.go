@@ -16,8 +16,10 @@ import (
 
 // TestMain doubles as a standalone service when the tests re-exec their own
 // binary (CLOPEN_TEST_ROLE=worker|streammgr|gateway): a real process that a
-// test can kill.
+// test can kill. Like every binary that runs a worker, it is also the
+// agent sandbox's init (worker.SandboxInit).
 func TestMain(m *testing.M) {
+	worker.SandboxInit()
 	roles := map[string]func(context.Context, func(string) string, io.Writer) error{
 		"worker": worker.Serve, "streammgr": streammgr.Serve, "gateway": gateway.Serve,
 	}

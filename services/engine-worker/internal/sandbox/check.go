@@ -162,6 +162,8 @@ func CheckSandbox(ctx context.Context, sb Sandbox) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	c := exec.CommandContext(ctx, cmd.Argv[0], cmd.Argv[1:]...)
+	// The probe gets none of the worker's environment, as no agent does.
+	c.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	c.ExtraFiles = cmd.ExtraFiles
 	var stdout, stderr bytes.Buffer
 	c.Stdout, c.Stderr = &stdout, &stderr
