@@ -99,7 +99,7 @@ func TestSealedCredentialsAndRotation(t *testing.T) {
 	}
 	other, _, _ := seal.Generate()
 	ctx := context.Background()
-	st := &store.Store{DB: e.db, Key: other, Docs: &store.Docs{Root: e.dataDir}}
+	st := &store.Store{DB: e.db, Keys: seal.Ring(other), Docs: &store.Docs{Root: e.dataDir}}
 	if _, err := st.ResolveAccount(ctx, c.TenantID, events.EngineCursor, acc.ID); !errors.Is(err, seal.ErrWrongKey) {
 		t.Errorf("resolve with another key = %v, want ErrWrongKey", err)
 	}
@@ -107,18 +107,18 @@ func TestSealedCredentialsAndRotation(t *testing.T) {
 	var n int
 	err = pgx.BeginFunc(ctx, e.db, func(tx pgx.Tx) error {
 		var err error
-		n, err = store.RotateKey(ctx, tx, old, next)
+		n, err = store.RotateKey(ctx, tx, seal.Ring(old), next)
 		return err
 	})
 	if err != nil || n != 1 {
 		t.Fatalf("RotateKey = %d, %v", n, err)
 	}
-	st.Key = next
+	st.Keys = seal.Ring(next)
 	got, err := st.ResolveAccount(ctx, c.TenantID, events.EngineCursor, acc.ID)
 	if err != nil || got.Credential != cred {
 		t.Errorf("after rotation with the new key = %+v, %v", got, err)
 	}
-	st.Key = old
+	st.Keys = seal.Ring(old)
 	if _, err := st.ResolveAccount(ctx, c.TenantID, events.EngineCursor, acc.ID); !errors.Is(err, seal.ErrWrongKey) {
 		t.Errorf("after rotation with the old key = %v, want ErrWrongKey", err)
 	}
@@ -128,7 +128,7 @@ func TestSealedCredentialsAndRotation(t *testing.T) {
 		t.Errorf("fingerprint column = %s, want %s", fp, next.Fingerprint())
 	}
 	// A second run has nothing left to do.
-	_ = pgx.BeginFunc(ctx, e.db, func(tx pgx.Tx) error { n, err = store.RotateKey(ctx, tx, old, next); return err })
+	_ = pgx.BeginFunc(ctx, e.db, func(tx pgx.Tx) error { n, err = store.RotateKey(ctx, tx, seal.Ring(old), next); return err })
 	if err != nil || n != 0 {
 		t.Errorf("second rotation = %d, %v; want 0", n, err)
 	}
@@ -153,15 +153,15 @@ func TestRotateKeyReplacesTheKeyFile(t *testing.T) {
 	if err != nil || key.Fingerprint() != got.NewFingerprint {
 		t.Fatalf("key file after rotation = %v, %v", key, err)
 	}
-	st := &store.Store{DB: e.db, Key: key, Docs: &store.Docs{Root: e.dataDir}}
+	st := &store.Store{DB: e.db, Keys: seal.Ring(key), Docs: &store.Docs{Root: e.dataDir}}
 	if res, err := st.ResolveAccount(ctx, c.TenantID, events.EnginePi, acc.ID); err != nil || res.Credential != cred {
 		t.Errorf("with the new key file = %+v, %v", res, err)
 	}
-	// An environment key: the new key is handed back, no file is touched.
+	// An environment key list without the current key changes nothing.
 	_, envKey, _ := seal.Generate()
 	_, err = RotateKey(ctx, e.db, Config{DataDir: e.dataDir, MasterKey: envKey}, "")
-	if !errors.Is(err, seal.ErrWrongKey) {
-		t.Errorf("rotating from a key that did not seal the data = %v, want ErrWrongKey", err)
+	if !errors.Is(err, seal.ErrUnknownKey) {
+		t.Errorf("rotating from a key list without the current key = %v, want ErrUnknownKey", err)
 	}
 }
 

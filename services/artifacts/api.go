@@ -13,6 +13,7 @@ import (
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/pkg/platform/svc"
+	"clopen.dev/services/artifacts/internal/seal"
 	"clopen.dev/services/artifacts/internal/skills"
 	"clopen.dev/services/artifacts/internal/store"
 )
@@ -116,6 +117,10 @@ func apiErr(err error) error {
 		return svc.Invalid("%s", err.Error())
 	case errors.Is(err, store.ErrConflict):
 		return svc.Conflict("%s", err.Error())
+	case errors.Is(err, seal.ErrUnknownKey):
+		// Mid-rotation on a replica not yet given the new key: it
+		// answers once it has it, and nothing is sealed meanwhile.
+		return svc.Unavailable("%s", err.Error())
 	}
 	return err
 }

@@ -40,9 +40,14 @@ type Config struct {
 	// DataDir holds the documents (DataDir/artifacts/<tenant>/...) and, when
 	// MasterKey is empty, the generated key file DataDir/secret.key.
 	DataDir string
-	// MasterKey is CLOPEN_MASTER_KEY: 32 bytes as base64 or hex.
+	// MasterKey is CLOPEN_MASTER_KEY: 32 bytes as base64 or hex, or several
+	// such keys separated by commas (during a rotation).
 	MasterKey string
-	// RequireKey refuses to start without MasterKey instead of keeping a
+	// MasterKeyFile is CLOPEN_MASTER_KEY_FILE: a file holding the key(s)
+	// like MasterKey, read again when the service meets a key it does not
+	// hold, so a rotation needs no restart. At most one of the two is set.
+	MasterKeyFile string
+	// RequireKey refuses to start without a master key instead of keeping a
 	// generated key in DataDir: replicas must share one key, and a key
 	// that lives in one container's disk is lost with it. Set for the
 	// standalone service; `clopen dev` keeps its key in its data dir.
@@ -74,6 +79,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 		cfg.DataDir = filepath.Join(os.TempDir(), "clopen-data")
 	}
 	cfg.MasterKey = getenv(seal.EnvKey)
+	cfg.MasterKeyFile = getenv(seal.EnvKeyFile)
 	cfg.RequireKey = true
 	cfg.RealHome = getenv("CLOPEN_ARTIFACTS_REAL_HOME")
 	cfg.Egress.Allow = egress.ParseAllow(getenv(EnvProviderAllow))
@@ -93,15 +99,17 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if cfg.DataDir == "" {
 		return fmt.Errorf("artifacts: Config.DataDir is required")
 	}
-	if cfg.RequireKey && cfg.MasterKey == "" {
+	if cfg.RequireKey && cfg.MasterKey == "" && cfg.MasterKeyFile == "" {
 		return fmt.Errorf("artifacts: %s is not set: every artifacts replica needs the same master key, "+
-			"32 random bytes as base64 (`openssl rand -base64 32`), from a secret", seal.EnvKey)
+			"32 random bytes as base64 (`openssl rand -base64 32`), from a secret (or %s naming a file that holds it)",
+			seal.EnvKey, seal.EnvKeyFile)
 	}
-	key, err := seal.Load(cfg.MasterKey, cfg.DataDir)
+	keys, err := seal.OpenRing(cfg.keySource())
 	if err != nil {
 		return fmt.Errorf("artifacts master key: %w", err)
 	}
-	if err := checkKey(ctx, d.DB, key); err != nil {
+	key, err := checkKey(ctx, d.DB, keys)
+	if err != nil {
 		return err
 	}
 	js, err := jetstream.New(d.NATS)
@@ -112,7 +120,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return err
 	}
-	a := &api{log: d.Logger, st: &store.Store{DB: d.DB, Key: key,
+	a := &api{log: d.Logger, st: &store.Store{DB: d.DB, Keys: keys,
 		Docs: &store.Docs{Root: filepath.Join(cfg.DataDir, "artifacts"), Adoptable: adoptable(cfg.RealHome)}},
 		realHome: cfg.RealHome, egress: cfg.Egress}
 	a.st.OnChange = func(ctx context.Context, tenant string, rev int64) { a.publish(ctx, kv, tenant, rev) }
@@ -139,25 +147,44 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	return nil
 }
 
-// checkKey refuses to serve with a key other than the one the stored
-// credentials are sealed with: this replica could open none of them, and
-// would seal new ones that the other replicas cannot open.
-func checkKey(ctx context.Context, db *pgxpool.Pool, key *seal.Key) error {
-	others, err := (&store.Store{DB: db}).SealedWithOtherKeys(ctx, key.Fingerprint())
+func (cfg Config) keySource() seal.Source {
+	return seal.Source{Env: cfg.MasterKey, File: cfg.MasterKeyFile, DataDir: cfg.DataDir}
+}
+
+// checkKey refuses to serve without the key the database says seals, or
+// with stored credentials sealed by keys this replica does not hold: it
+// could open none of them, and would seal new ones that the other replicas
+// cannot open. It returns the sealing key, recording the keyring's first
+// when the database names none yet.
+func checkKey(ctx context.Context, db *pgxpool.Pool, keys *seal.Keyring) (*seal.Key, error) {
+	held := keys.Fingerprints()
+	others, err := (&store.Store{DB: db}).SealedWithOtherKeys(ctx, held...)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if len(others) == 0 {
-		return nil
+	if len(others) > 0 {
+		var list []string
+		for fp, n := range others {
+			list = append(list, fmt.Sprintf("%d with key %s", n, fp))
+		}
+		slices.Sort(list)
+		return nil, fmt.Errorf("artifacts: this replica's master key is %s, but stored credentials are sealed with another (%s): "+
+			"every replica needs the same %s; after `clopen admin rotate-key`, give every replica the new one",
+			strings.Join(held, ", "), strings.Join(list, ", "), seal.EnvKey)
 	}
-	var list []string
-	for fp, n := range others {
-		list = append(list, fmt.Sprintf("%d with key %s", n, fp))
+	if err := store.RecordMasterKey(ctx, db, keys.First().Fingerprint()); err != nil {
+		return nil, fmt.Errorf("artifacts: record the master key: %w", err)
 	}
-	slices.Sort(list)
-	return fmt.Errorf("artifacts: this replica's master key is %s, but stored credentials are sealed with another (%s): "+
-		"every replica needs the same %s; after `clopen admin rotate-key`, give every replica the new one",
-		key.Fingerprint(), strings.Join(list, ", "), seal.EnvKey)
+	fp, err := store.MasterKey(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts: master key record: %w", err)
+	}
+	key, err := keys.Lookup(fp)
+	if err != nil {
+		return nil, fmt.Errorf("artifacts: new credentials are sealed with master key %s, which this replica does not hold (%s); "+
+			"give every replica the same %s", fp, strings.Join(held, ", "), seal.EnvKey)
+	}
+	return key, nil
 }
 
 // publish puts a tenant's revision in the bucket; a failure is logged and

@@ -36,17 +36,22 @@ type env struct {
 	realHome string
 }
 
-func start(t *testing.T) *env {
+func start(t *testing.T) *env { t.Helper(); return startWith(t, nil) }
+
+// startWith starts the service with the test's configuration changed by
+// tune, when set.
+func startWith(t *testing.T, tune func(*Config)) *env {
 	t.Helper()
 	db := pgtest.New(t, Schema)
 	nc, js := natstest.Connect(t, natstest.Start(t))
 	e := &env{t: t, nc: nc, js: js, db: db, dataDir: t.TempDir(), realHome: t.TempDir()}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{DataDir: e.dataDir, RealHome: e.realHome, Replicas: 1},
-			Deps{NATS: nc, DB: db, Logger: logging.Discard(), Health: health.New()})
-	}()
+	cfg := Config{DataDir: e.dataDir, RealHome: e.realHome, Replicas: 1}
+	if tune != nil {
+		tune(&cfg)
+	}
+	go func() { done <- Run(ctx, cfg, Deps{NATS: nc, DB: db, Logger: logging.Discard(), Health: health.New()}) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

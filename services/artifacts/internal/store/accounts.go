@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/artifacts/internal/seal"
@@ -149,16 +150,20 @@ func (s *Store) PutAccount(ctx context.Context, tenant string, a events.Account,
 	} else if _, err := uuid.Parse(a.ID); err != nil {
 		return a, 0, ErrNotFound
 	}
-	var sealed, fp *string
-	if credential != nil && *credential != "" {
-		env, err := s.Key.Seal(*credential, sealAD(tenant, a.ID))
-		if err != nil {
-			return a, 0, err
-		}
-		f := s.Key.Fingerprint()
-		sealed, fp = &env, &f
-	}
 	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+		var sealed, fp *string
+		if credential != nil && *credential != "" {
+			key, err := s.SealingKey(ctx, tx)
+			if err != nil {
+				return err
+			}
+			env, err := key.Seal(*credential, sealAD(tenant, a.ID))
+			if err != nil {
+				return err
+			}
+			f := key.Fingerprint()
+			sealed, fp = &env, &f
+		}
 		if creating {
 			_, err := tx.Exec(ctx, `INSERT INTO artifacts.engine_accounts (tenant_id, id, provider_id, name, credential, key_fingerprint, is_active)
 				VALUES ($1, $2, $3, $4, $5, $6, NOT EXISTS (SELECT 1 FROM artifacts.engine_accounts
@@ -252,7 +257,7 @@ func (s *Store) ResolveAccount(ctx context.Context, tenant string, engine events
 		return out, mapErr(err)
 	}
 	if sealed != nil {
-		plain, err := s.Key.Open(*sealed, sealAD(tenant, out.AccountID))
+		plain, err := s.Keys.Open(*sealed, sealAD(tenant, out.AccountID))
 		if err != nil {
 			return out, fmt.Errorf("open credential of account %s: %w", out.AccountID, err)
 		}
@@ -261,12 +266,69 @@ func (s *Store) ResolveAccount(ctx context.Context, tenant string, engine events
 	return out, nil
 }
 
-// RotateKey re-seals every credential of every tenant from old to next in
-// one transaction, and returns how many it re-sealed. Credentials already
-// sealed with next are left alone, so an interrupted rotation can be run
-// again.
-func RotateKey(ctx context.Context, db pgx.Tx, old, next *seal.Key) (int, error) {
-	rows, err := db.Query(ctx, `SELECT tenant_id::text, id::text, credential FROM artifacts.engine_accounts
+// SealingKey is the key new credentials are sealed with: the one the
+// database names, read under a share lock that a rotation's update waits
+// for (and that waits for a rotation). A database that names none yet gets
+// the keyring's first. A key this service does not hold is an error naming
+// it: nothing is sealed with a key the others have moved away from.
+func (s *Store) SealingKey(ctx context.Context, tx pgx.Tx) (*seal.Key, error) {
+	fp, err := lockMasterKey(ctx, tx, "FOR SHARE", s.Keys.First().Fingerprint())
+	if err != nil {
+		return nil, err
+	}
+	key, err := s.Keys.Lookup(fp)
+	if err != nil {
+		return nil, fmt.Errorf("credentials are sealed with master key %s since the last rotation; give this service that key (%s or %s): %w",
+			fp, seal.EnvKeyFile, seal.EnvKey, err)
+	}
+	return key, nil
+}
+
+// lockMasterKey returns the sealing key's fingerprint under lock ("FOR
+// SHARE" or "FOR UPDATE"), recording first when the database names none.
+func lockMasterKey(ctx context.Context, tx pgx.Tx, lock, first string) (string, error) {
+	var fp string
+	q := `SELECT fingerprint FROM artifacts.master_key ` + lock
+	err := tx.QueryRow(ctx, q).Scan(&fp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if _, err = tx.Exec(ctx, `INSERT INTO artifacts.master_key (fingerprint) VALUES ($1) ON CONFLICT DO NOTHING`, first); err == nil {
+			err = tx.QueryRow(ctx, q).Scan(&fp)
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("master key record: %w", err)
+	}
+	return fp, nil
+}
+
+// MasterKey is the fingerprint of the key the database says seals; "" if
+// it names none yet.
+func MasterKey(ctx context.Context, db *pgxpool.Pool) (string, error) {
+	var fp string
+	err := db.QueryRow(ctx, `SELECT fingerprint FROM artifacts.master_key`).Scan(&fp)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return fp, err
+}
+
+// RecordMasterKey names fp as the sealing key when the database names none.
+func RecordMasterKey(ctx context.Context, db *pgxpool.Pool, fp string) error {
+	_, err := db.Exec(ctx, `INSERT INTO artifacts.master_key (fingerprint) VALUES ($1) ON CONFLICT DO NOTHING`, fp)
+	return err
+}
+
+// RotateKey re-seals every credential of every tenant with next, opening
+// each with whichever key of ring sealed it, and names next as the sealing
+// key, in tx; it returns how many it re-sealed. It holds the sealing key's
+// record for update first, so a credential saved meanwhile is sealed with
+// next, or sealed before and re-sealed here. Credentials already sealed
+// with next are left alone, so an interrupted rotation can be run again.
+func RotateKey(ctx context.Context, tx pgx.Tx, ring *seal.Keyring, next *seal.Key) (int, error) {
+	if _, err := lockMasterKey(ctx, tx, "FOR UPDATE", ring.First().Fingerprint()); err != nil {
+		return 0, err
+	}
+	rows, err := tx.Query(ctx, `SELECT tenant_id::text, id::text, credential FROM artifacts.engine_accounts
 		WHERE credential IS NOT NULL FOR UPDATE`)
 	if err != nil {
 		return 0, err
@@ -282,12 +344,15 @@ func RotateKey(ctx context.Context, db pgx.Tx, old, next *seal.Key) (int, error)
 		recs = append(recs, r)
 	}
 	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, r := range recs {
 		if fp, _ := seal.FingerprintOf(r.env); fp == next.Fingerprint() {
 			continue
 		}
-		plain, err := old.Open(r.env, sealAD(r.tenant, r.id))
+		plain, err := ring.Open(r.env, sealAD(r.tenant, r.id))
 		if err != nil {
 			return n, fmt.Errorf("account %s of tenant %s: %w", r.id, r.tenant, err)
 		}
@@ -295,21 +360,24 @@ func RotateKey(ctx context.Context, db pgx.Tx, old, next *seal.Key) (int, error)
 		if err != nil {
 			return n, err
 		}
-		if _, err := db.Exec(ctx, `UPDATE artifacts.engine_accounts SET credential = $3, key_fingerprint = $4
+		if _, err := tx.Exec(ctx, `UPDATE artifacts.engine_accounts SET credential = $3, key_fingerprint = $4
 			WHERE tenant_id = $1 AND id = $2`, r.tenant, r.id, env, next.Fingerprint()); err != nil {
 			return n, err
 		}
 		n++
 	}
+	if _, err := tx.Exec(ctx, `UPDATE artifacts.master_key SET fingerprint = $1, rotated_at = now()`, next.Fingerprint()); err != nil {
+		return n, err
+	}
 	return n, nil
 }
 
 // SealedWithOtherKeys counts, by key fingerprint, the stored credentials
-// sealed with a key other than fingerprint: a replica that finds any runs
-// with a key the others do not share, and could open none of them.
-func (s *Store) SealedWithOtherKeys(ctx context.Context, fingerprint string) (map[string]int, error) {
+// sealed with none of the keys fingerprints: a replica that finds any runs
+// with keys the others do not share, and could open none of them.
+func (s *Store) SealedWithOtherKeys(ctx context.Context, fingerprints ...string) (map[string]int, error) {
 	rows, err := s.DB.Query(ctx, `SELECT key_fingerprint, count(*) FROM artifacts.engine_accounts
-		WHERE credential IS NOT NULL AND key_fingerprint IS DISTINCT FROM $1 GROUP BY 1`, fingerprint)
+		WHERE credential IS NOT NULL AND (key_fingerprint IS NULL OR key_fingerprint <> ALL($1)) GROUP BY 1`, fingerprints)
 	if err != nil {
 		return nil, fmt.Errorf("credential keys: %w", err)
 	}

@@ -29,7 +29,7 @@ var (
 type Store struct {
 	DB       *pgxpool.Pool
 	Docs     *Docs
-	Key      *seal.Key
+	Keys     *seal.Keyring
 	OnChange func(ctx context.Context, tenant string, revision int64)
 }
 
