@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 
+	"clopen.dev/services/engine-worker/internal/egressproxy"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/sandbox"
 )
@@ -31,6 +32,9 @@ func Sandboxing(ctx context.Context, getenv func(string) string, runDir string, 
 	}
 	switch v := getenv(EnvSandbox); v {
 	case "off":
+		if getenv(egressproxy.EnvAllow) != "" {
+			logger.Warn(egressproxy.EnvAllow + " has no effect with " + EnvSandbox + "=off: unconfined agents reach every destination")
+		}
 		logger.Warn("agent processes run UNCONFINED: " + EnvSandbox + "=off; every tenant's agent can read the worker's files and environment and reach its network")
 		return nil, nil
 	case "", "bwrap":
@@ -41,10 +45,50 @@ func Sandboxing(ctx context.Context, getenv func(string) string, runDir string, 
 		if err := os.MkdirAll(runDir, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		return &engine.Sandboxing{Sandbox: sb, Endpoints: (&loopbackBridges{dir: runDir, log: logger}).endpoints}, nil
+		sbx := &engine.Sandboxing{Sandbox: sb, Endpoints: (&loopbackBridges{dir: runDir, log: logger}).endpoints}
+		rules, err := egressproxy.ParseAllow(getenv(egressproxy.EnvAllow))
+		if err != nil {
+			return nil, err
+		}
+		if err := allowEgress(sbx, &egressproxy.Proxy{Allow: rules, Logger: logger}, runDir); err != nil {
+			return nil, err
+		}
+		return sbx, nil
 	default:
 		return nil, fmt.Errorf("%s=%q: want bwrap or off", EnvSandbox, v)
 	}
+}
+
+// EgressPort is the loopback port inside every sandbox where the egress
+// proxy listens, when the operator allows any destination.
+const EgressPort = 3128
+
+// allowEgress serves proxy, when it allows any destination, and gives
+// every sandbox its endpoint and the proxy variables agents and their
+// tools read.
+func allowEgress(sbx *engine.Sandboxing, proxy *egressproxy.Proxy, runDir string) error {
+	if len(proxy.Allow) == 0 {
+		return nil
+	}
+	sock := filepath.Join(runDir, "egress.sock")
+	_ = os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return fmt.Errorf("egress proxy: %w", err)
+	}
+	if err := os.Chmod(sock, 0o666); err != nil {
+		ln.Close()
+		return fmt.Errorf("egress proxy: %w", err)
+	}
+	go func() { _ = proxy.Serve(ln) }()
+	url := "http://127.0.0.1:" + strconv.Itoa(EgressPort)
+	sbx.Egress = &sandbox.Endpoint{Port: EgressPort, Socket: sock}
+	sbx.Env = []string{"HTTPS_PROXY=" + url, "https_proxy=" + url, "HTTP_PROXY=" + url, "http_proxy=" + url,
+		"NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1", "NODE_USE_ENV_PROXY=1"}
+	if proxy.Logger != nil {
+		proxy.Logger.Info("agents may reach the operator's allowed destinations through the egress proxy", "allow", proxy.Allow)
+	}
+	return nil
 }
 
 // loopbackBridges lets a confined agent reach a model server on the

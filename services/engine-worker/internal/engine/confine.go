@@ -20,6 +20,11 @@ type Sandboxing struct {
 	// Endpoints returns the network destinations a process pointed at
 	// baseURL (the model API) may reach; nil allows none.
 	Endpoints func(baseURL string) ([]sandbox.Endpoint, error)
+	// Egress, when set, is every process's way to the destinations the
+	// operator allows (the forward proxy of CLOPEN_SANDBOX_ALLOW), and Env
+	// the variables that point agents at it.
+	Egress *sandbox.Endpoint
+	Env    []string
 }
 
 // Confinement is one process's sandbox: ChildSpec.Confine.
@@ -48,6 +53,15 @@ func (s *Sandboxing) For(tenant, bin, workspace, baseURL string, state ...string
 			return nil, fmt.Errorf("sandbox endpoints: %w", err)
 		}
 		spec.Endpoints = eps
+	}
+	if s.Egress != nil {
+		for _, e := range spec.Endpoints {
+			if e.Port == s.Egress.Port {
+				return nil, fmt.Errorf("sandbox endpoints: the model API's port %d is the egress proxy's", e.Port)
+			}
+		}
+		spec.Endpoints = append(spec.Endpoints, *s.Egress)
+		spec.Env = s.Env
 	}
 	// Files the worker just wrote into the state dirs (settings, artifacts)
 	// must be the tenant's before any process of it reads them, a warm one

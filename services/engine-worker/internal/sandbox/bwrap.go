@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -146,6 +147,14 @@ func (b *Bwrap) Command(spec Spec, argv []string) (*Command, error) {
 		parents(inside)
 		a = append(a, "--ro-bind", e.Socket, inside)
 		cfg.Endpoints = append(cfg.Endpoints, Endpoint{Port: e.Port, Socket: inside})
+	}
+	for _, kv := range spec.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			c.Close()
+			return nil, fmt.Errorf("sandbox: env %q: want NAME=value", kv)
+		}
+		a = append(a, "--setenv", k, v)
 	}
 	if spec.Workspace != "" {
 		parents(spec.Workspace)

@@ -71,6 +71,9 @@ type Spec struct {
 	// Endpoints are the only network destinations: a loopback port inside,
 	// bridged to a unix socket outside.
 	Endpoints []Endpoint
+	// Env are variables ("NAME=value") set inside besides the command's
+	// own: how the sandbox tells the agent of its way out (HTTPS_PROXY).
+	Env []string
 	// Limits bound the process and everything it starts.
 	Limits Limits
 }
