@@ -3,24 +3,28 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
-	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/internal/engine/enginetest"
 )
 
 // An engine that becomes ready after the worker started (Deps.Later) is
 // offered from then on: its jobs get a consumer, its endpoints answer and
-// the worker's heartbeat advertises it.
-func TestAnEngineReadyLaterIsOffered(t *testing.T) {
+// the worker's heartbeat advertises it. Withdrawn (its install removed),
+// it is no longer advertised, its endpoints go while the others' stay, and
+// its jobs wait for another worker; offered again, it takes them.
+func TestAnEngineReadyLaterIsOfferedAndWithdrawn(t *testing.T) {
 	ns := natstest.Start(t)
 	nc, js := natstest.Connect(t, ns)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -33,12 +37,19 @@ func TestAnEngineReadyLaterIsOffered(t *testing.T) {
 	if _, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: events.BucketRunCtl}); err != nil {
 		t.Fatal(err)
 	}
-	release := make(chan struct{})
-	later := func(ctx context.Context, offer func(events.EngineType, engine.Factory, string)) {
-		select {
-		case <-release:
-			offer(events.EngineCodex, enginetest.Factory(&enginetest.Answers{EngineType: events.EngineCodex}), "9.9.9")
-		case <-ctx.Done():
+	release, remove, reinstall := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	later := func(ctx context.Context, ch engines.Changes) {
+		for _, step := range []chan struct{}{release, remove, reinstall} {
+			select {
+			case <-step:
+			case <-ctx.Done():
+				return
+			}
+			if step == remove {
+				ch.Withdraw(events.EngineCodex, "its binary is gone")
+				continue
+			}
+			ch.Offer(events.EngineCodex, enginetest.Factory(&enginetest.Answers{EngineType: events.EngineCodex}), "9.9.9")
 		}
 	}
 	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws")},
@@ -87,6 +98,44 @@ func TestAnEngineReadyLaterIsOffered(t *testing.T) {
 	waitUntil(t, "codex's models endpoint answers", func() bool {
 		_, err := nc.Request(subject, []byte(`{}`), time.Second)
 		return err == nil // any reply: before, there were no responders
+	})
+
+	close(remove)
+	waitUntil(t, "the heartbeat no longer advertises codex", func() bool {
+		_, ok := advertised()[events.EngineCodex]
+		return !ok && advertised()[events.EngineScripted] != ""
+	})
+	waitUntil(t, "codex's endpoints are gone", func() bool {
+		_, err := nc.Request(subject, []byte(`{}`), time.Second)
+		return errors.Is(err, nats.ErrNoResponders)
+	})
+	scripted, _ := events.EngineSubject(events.EngineScripted, events.OpModels)
+	waitUntil(t, "the scripted engine's endpoints still answer", func() bool {
+		_, err := nc.Request(scripted, []byte(`{}`), time.Second)
+		return err == nil
+	})
+	jobSubject, _ := events.JobSubject(string(events.EngineCodex))
+	if _, err := js.Publish(ctx, jobSubject, []byte(`{}`)); err != nil {
+		t.Fatal(err)
+	}
+	cons, err := jobs.Consumer(ctx, "engine-"+string(events.EngineCodex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // two fetch rounds of a loop that would still pull
+	if info, err := cons.Info(ctx); err != nil || info.NumPending != 1 || info.NumAckPending != 0 {
+		t.Fatalf("codex's job after the withdrawal: %+v, %v; want it waiting, untaken", info, err)
+	}
+
+	close(reinstall)
+	waitUntil(t, "codex is advertised again", func() bool { return advertised()[events.EngineCodex] == "9.9.9" })
+	waitUntil(t, "the worker takes the waiting codex job", func() bool {
+		info, err := cons.Info(ctx)
+		return err == nil && info.NumPending == 0
+	})
+	waitUntil(t, "codex's models endpoint answers again", func() bool {
+		_, err := nc.Request(subject, []byte(`{}`), time.Second)
+		return err == nil
 	})
 }
 

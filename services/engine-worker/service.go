@@ -27,34 +27,49 @@ const generateTimeout = 3 * time.Minute
 
 // serveEngines answers svc.engine.<engine>.models and .generate for every
 // engine this worker offers, until ctx ends; an engine offered later gets
-// its endpoints when it is (setVersion).
+// its endpoints when it is (setVersion). A micro service cannot drop an
+// endpoint, so when an engine is withdrawn the service is made again
+// without it.
 func (w *Worker) serveEngines(ctx context.Context) error {
-	s, err := micro.AddService(w.bus, micro.Config{Name: QueueGroup, Version: "0.1.0",
-		Description: "model catalogs and structured generation of the engines this worker has"})
-	if err != nil {
-		return fmt.Errorf("engine service: %w", err)
-	}
-	srv := svc.NewServer(ctx, w.bus, s) // stops the service when ctx ends
-	w.vmu.Lock()
-	w.endpoints, w.server = s, srv
-	for typ := range w.versions {
-		if err = w.addEndpoints(typ); err != nil {
-			break
+	for {
+		s, err := micro.AddService(w.bus, micro.Config{Name: QueueGroup, Version: "0.1.0",
+			Description: "model catalogs and structured generation of the engines this worker has"})
+		if err != nil {
+			return fmt.Errorf("engine service: %w", err)
+		}
+		srv := svc.NewServer(ctx, w.bus, s) // stops the service when ctx ends
+		w.vmu.Lock()
+		w.endpoints, w.server, w.served = s, srv, map[events.EngineType]bool{}
+		for typ := range w.versions {
+			if err = w.addEndpoints(typ); err != nil {
+				break
+			}
+		}
+		w.vmu.Unlock()
+		again := false
+		if err == nil {
+			select {
+			case <-ctx.Done():
+			case <-w.reserve:
+				again = true
+			}
+		}
+		w.vmu.Lock()
+		w.endpoints, w.server = nil, nil
+		w.vmu.Unlock()
+		srv.Stop()
+		if !again {
+			return err
 		}
 	}
-	w.vmu.Unlock()
-	if err == nil {
-		<-ctx.Done()
-	}
-	w.vmu.Lock()
-	w.endpoints, w.server = nil, nil
-	w.vmu.Unlock()
-	srv.Stop()
-	return err
 }
 
 // addEndpoints serves typ's endpoints on w.endpoints; w.vmu is held.
 func (w *Worker) addEndpoints(typ events.EngineType) error {
+	if w.served[typ] {
+		return nil
+	}
+	w.served[typ] = true
 	onInternal := func(err error) { w.log.Error("engine request", "err", err) }
 	for op, h := range map[string]svc.Endpoint{
 		events.OpModels:   svc.Handler(onInternal, w.models(typ)),

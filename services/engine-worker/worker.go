@@ -84,11 +84,12 @@ type Deps struct {
 	// Versions are the installed versions of Engines where already known
 	// (engines.Offer returns them); the worker asks the others' adapters.
 	Versions map[events.EngineType]string
-	// Later, when set, runs for the worker's life and calls offer for each
-	// engine that becomes ready after the start (engines.Pending.Watch, for
-	// the engines Offer left out): the worker then takes its jobs, serves
-	// its endpoints and advertises it in its heartbeat.
-	Later func(ctx context.Context, offer func(events.EngineType, engine.Factory, string))
+	// Later, when set, runs for the worker's life and tells it of engines
+	// that become ready after the start and of offered engines whose install
+	// is gone (engines.Pending.Watch): the worker takes a new engine's
+	// jobs, serves its endpoints and advertises it in its heartbeat, and
+	// stops all three for a withdrawn one (its running turns go on).
+	Later func(ctx context.Context, changes engines.Changes)
 }
 
 // Worker runs jobs. Build one with New; Run serves until ctx ends.
@@ -106,7 +107,7 @@ type Worker struct {
 	slots                chan struct{}
 	started              time.Time
 	known                map[events.EngineType]string // Deps.Versions
-	later                func(context.Context, func(events.EngineType, engine.Factory, string))
+	later                func(context.Context, engines.Changes)
 
 	catalogs catalogCache
 
@@ -114,6 +115,9 @@ type Worker struct {
 	versions  map[events.EngineType]string // the engines offered, with their versions
 	endpoints micro.Service                // the engine endpoints, once served
 	server    *svc.Server                  // runs their requests
+	served    map[events.EngineType]bool   // the engines endpoints has
+	pulls     map[events.EngineType]context.CancelFunc
+	reserve   chan struct{} // makes serveEngines build its service again
 
 	mu   sync.Mutex
 	runs map[string]*run
@@ -159,7 +163,8 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	}
 	return &Worker{cfg: cfg, nc: control, bus: d.NATS, js: js, cjs: cjs, log: d.Logger, health: d.Health, pool: engine.NewPool(factories),
 		slots: make(chan struct{}, cfg.Capacity), runs: map[string]*run{}, ctl: make(chan *nats.Msg, 1024),
-		versions: map[events.EngineType]string{}, known: maps.Clone(d.Versions), later: d.Later}, nil
+		versions: map[events.EngineType]string{}, known: maps.Clone(d.Versions), later: d.Later,
+		pulls: map[events.EngineType]context.CancelFunc{}, reserve: make(chan struct{}, 1)}, nil
 }
 
 // Run serves until ctx ends, then stops pulling, interrupts its runs, cancels
@@ -203,7 +208,8 @@ func (w *Worker) Run(ctx context.Context) error {
 	var runWG sync.WaitGroup
 	g, gctx := errgroup.WithContext(ctx)
 	for typ, c := range consumers {
-		g.Go(func() error { return w.pull(gctx, runsCtx, &runWG, typ, c) })
+		pctx := w.pulling(gctx, typ)
+		g.Go(func() error { return w.pull(pctx, runsCtx, &runWG, typ, c) })
 	}
 	g.Go(func() error { return w.control(gctx) })
 	g.Go(func() error { return w.maintain(gctx) })
@@ -212,13 +218,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	g.Go(func() error { return w.serveEngines(gctx) })
 	if w.later != nil {
 		g.Go(func() error {
-			w.later(gctx, func(typ events.EngineType, f engine.Factory, version string) {
-				c, err := w.offer(gctx, jobs, typ, f, version)
-				if err != nil {
-					w.log.WarnContext(gctx, "engine became ready but is not offered", "engine", typ, "err", err)
-					return
-				}
-				g.Go(func() error { return w.pull(gctx, runsCtx, &runWG, typ, c) })
+			w.later(gctx, engines.Changes{
+				Offer: func(typ events.EngineType, f engine.Factory, version string) {
+					c, err := w.offer(gctx, jobs, typ, f, version)
+					if err != nil {
+						w.log.WarnContext(gctx, "engine became ready but is not offered", "engine", typ, "err", err)
+						return
+					}
+					pctx := w.pulling(gctx, typ)
+					g.Go(func() error { return w.pull(pctx, runsCtx, &runWG, typ, c) })
+				},
+				Withdraw: func(typ events.EngineType, why string) { w.withdraw(gctx, typ, why) },
 			})
 			return nil
 		})
@@ -319,6 +329,38 @@ func (w *Worker) offer(ctx context.Context, jobs jetstream.Stream, typ events.En
 	}
 	w.heartbeat(ctx)
 	return c, nil
+}
+
+// pulling is the context of typ's pull loop, ended when typ is withdrawn.
+func (w *Worker) pulling(ctx context.Context, typ events.EngineType) context.Context {
+	pctx, cancel := context.WithCancel(ctx)
+	w.vmu.Lock()
+	w.pulls[typ] = cancel
+	w.vmu.Unlock()
+	return pctx
+}
+
+// withdraw stops offering typ, whose install is gone: its pull loop ends
+// (a job it fetched meanwhile is handed back), the heartbeat stops
+// advertising it, its endpoints go, and its idle instances are disposed.
+// Turns running on it go on with the instance they hold.
+func (w *Worker) withdraw(ctx context.Context, typ events.EngineType, why string) {
+	w.vmu.Lock()
+	cancel, ok := w.pulls[typ]
+	delete(w.pulls, typ)
+	delete(w.versions, typ)
+	w.vmu.Unlock()
+	if !ok {
+		return
+	}
+	cancel()
+	w.pool.Remove(typ)
+	select {
+	case w.reserve <- struct{}{}:
+	default: // a rebuild is due already
+	}
+	w.heartbeat(ctx)
+	w.log.WarnContext(ctx, "engine withdrawn", "engine", typ, "why", why)
 }
 
 // setVersion records an offered engine, and serves its endpoints when the

@@ -203,7 +203,9 @@ func offerOf(ctx context.Context, setup Setup, specs []Spec) (map[events.EngineT
 		if _, ok := factories[st.Engine]; ok && st.Installed != "" {
 			versions[st.Engine] = st.Installed
 		}
-		if st.State != Ready {
+		if st.State == Ready {
+			pending.offered = append(pending.offered, specs[i])
+		} else {
 			pending.specs, pending.states = append(pending.specs, specs[i]), append(pending.states, st.State)
 			if setup.Logger != nil {
 				setup.Logger.WarnContext(ctx, "engine not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)

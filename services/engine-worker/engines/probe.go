@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -67,36 +68,74 @@ func checkAll(ctx context.Context, setup Setup, specs []Spec) []Status {
 }
 
 // Pending is the engines a worker's start-up did not offer (Offer returns
-// them). Watch probes them again until they are ready.
+// them), and those it did. Watch probes the first again until they are
+// ready, and checks that the others stay installed.
 type Pending struct {
 	setup       Setup
 	specs       []Spec
 	states      []State       // each one's last state, to log changes only
+	offered     []Spec        // offered at start
 	first, last time.Duration // the first wait, doubled after each round up to last
 }
 
-// Watch probes the pending engines again, first after 30 s and then at
-// doubling intervals up to 5 minutes, until each is ready or ctx ends, and
-// calls offer once for each engine that became ready, with its factory and
-// installed version. A nil Pending has nothing to watch. Each call watches
-// on its own (every worker of a process offers the engines itself).
-func (p *Pending) Watch(ctx context.Context, offer func(events.EngineType, engine.Factory, string)) {
+// Changes are how Watch tells a worker what it found.
+type Changes struct {
+	// Offer adds an engine that became ready, with its factory and
+	// installed version.
+	Offer func(typ events.EngineType, f engine.Factory, version string)
+	// Withdraw removes an offered engine whose install is gone; why says
+	// what was found. Turns already running on it go on.
+	Withdraw func(typ events.EngineType, why string)
+}
+
+// Watch runs until ctx ends. Every first interval (30 s) it checks that
+// each offered engine's binary is still there, and withdraws one that is
+// gone: it becomes pending again, so a reinstall offers it anew. Pending
+// engines are probed again first after that interval and then at doubling
+// intervals up to 5 minutes, and offered once ready. A nil Pending has
+// nothing to watch. Each call watches on its own (every worker of a
+// process offers the engines itself).
+func (p *Pending) Watch(ctx context.Context, ch Changes) {
 	if p == nil {
 		return
 	}
 	log := p.setup.Logger
 	wait := p.first
+	next := time.Now().Add(wait) // the next probe of the pending engines
 	pending, last := slices.Clone(p.specs), slices.Clone(p.states)
-	for len(pending) > 0 {
-		t := time.NewTimer(wait)
+	var offered []Spec
+	if ch.Withdraw != nil {
+		offered = slices.Clone(p.offered)
+	}
+	for len(pending) > 0 || len(offered) > 0 {
+		t := time.NewTimer(p.first)
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
 		}
-		wait = min(2*wait, p.last)
+		var still []Spec
+		for _, s := range offered {
+			why := missing(s.binFor(p.setup))
+			if why == "" {
+				still = append(still, s)
+				continue
+			}
+			if log != nil {
+				log.WarnContext(ctx, "engine withdrawn: its install is gone", "engine", s.Type, "why", why)
+			}
+			ch.Withdraw(s.Type, why)
+			pending, last = append(pending, s), append(last, NotInstalled)
+			wait, next = p.first, time.Now() // look for a reinstall from now on
+		}
+		offered = still
+		if len(pending) == 0 || time.Now().Before(next) {
+			continue
+		}
 		statuses := checkAll(ctx, p.setup, pending)
+		wait = min(2*wait, p.last)
+		next = time.Now().Add(wait)
 		var specs []Spec
 		var states []State
 		for i, st := range statuses {
@@ -105,7 +144,10 @@ func (p *Pending) Watch(ctx context.Context, offer func(events.EngineType, engin
 				if log != nil {
 					log.InfoContext(ctx, "engine now offered", "engine", st.Engine, "version", st.Installed)
 				}
-				offer(s.Type, s.Factory(s.binFor(p.setup), p.setup), st.Installed)
+				ch.Offer(s.Type, s.Factory(s.binFor(p.setup), p.setup), st.Installed)
+				if ch.Withdraw != nil {
+					offered = append(offered, s)
+				}
 				continue
 			}
 			if st.State != last[i] && log != nil && ctx.Err() == nil {
@@ -115,6 +157,22 @@ func (p *Pending) Watch(ctx context.Context, offer func(events.EngineType, engin
 		}
 		pending, last = specs, states
 	}
+}
+
+// missing says why bin cannot be run any more ("" when it can): the
+// cheap check of an offered engine, no process started.
+func missing(bin string) string {
+	if bin == "" {
+		return "" // nothing to check (an engine without a binary of its own)
+	}
+	fi, err := os.Stat(bin)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%s: %v", bin, errors.Unwrap(err))
+	case !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0:
+		return bin + " is not an executable file"
+	}
+	return ""
 }
 
 // modelServerTimeout bounds the model server check of Diagnose.

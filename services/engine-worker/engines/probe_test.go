@@ -84,7 +84,7 @@ func TestPendingOffersAnEngineOnceItAnswers(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		p.Watch(ctx, func(typ events.EngineType, _ engine.Factory, version string) { got <- offered{typ, version} })
+		p.Watch(ctx, Changes{Offer: func(typ events.EngineType, _ engine.Factory, version string) { got <- offered{typ, version} }})
 	}()
 	// Let the watch probe (and fail) at least once more, then let it answer.
 	deadline := time.Now().Add(time.Minute)
@@ -180,4 +180,55 @@ func TestOfferDoesNotWaitForASlowEngine(t *testing.T) {
 	if got := pending.setup.probeTimeout(); got != time.Minute {
 		t.Errorf("re-probes get %v, want the full probe timeout", got)
 	}
+}
+
+// An engine offered at start whose install is removed is withdrawn, and
+// offered again once it is reinstalled.
+func TestPendingWithdrawsARemovedEngineAndOffersItsReinstall(t *testing.T) {
+	root := t.TempDir()
+	s := fakeSpec(nil)
+	writeAgent(t, root, s, "echo 1.2.3 '(Agent)'")
+	setup := Setup{EnginesDir: root, ProbeTimeout: 2 * time.Second, Logger: logging.Discard()}
+	_, versions, p := offerOf(context.Background(), setup, []Spec{s})
+	if versions[s.Type] != "1.2.3" {
+		t.Fatalf("offered at start: %v", versions)
+	}
+	p.first, p.last = 10*time.Millisecond, 20*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	seen := make(chan string, 8)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Watch(ctx, Changes{
+			Offer:    func(typ events.EngineType, _ engine.Factory, v string) { seen <- "offer " + string(typ) + " " + v },
+			Withdraw: func(typ events.EngineType, why string) { seen <- "withdraw " + string(typ) + ": " + why },
+		})
+	}()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-seen:
+			if !strings.HasPrefix(got, want) {
+				t.Fatalf("got %q, want %q…", got, want)
+			}
+			t.Log(got)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %q", want)
+		}
+	}
+	select {
+	case got := <-seen:
+		t.Fatalf("%q while the engine is installed", got)
+	case <-time.After(100 * time.Millisecond):
+	}
+	bin := s.BinPath(root)
+	if err := os.RemoveAll(filepath.Dir(filepath.Dir(bin))); err != nil {
+		t.Fatal(err)
+	}
+	next("withdraw codex: " + bin)
+	writeAgent(t, root, s, "echo 1.2.3 '(Agent)'")
+	next("offer codex 1.2.3")
+	cancel()
+	<-done
 }

@@ -62,6 +62,16 @@ func (p *Pool) Add(typ events.EngineType, factory Factory) bool {
 	return true
 }
 
+// Remove stops building typ (its install is gone) and retires its
+// instances: idle ones are disposed now, busy ones once their turn ends.
+// Add can offer typ again later.
+func (p *Pool) Remove(typ events.EngineType) {
+	p.mu.Lock()
+	delete(p.factories, typ)
+	p.mu.Unlock()
+	p.Retire(typ, "")
+}
+
 // ErrUnknownEngine is returned by Acquire for an engine this worker lacks.
 var ErrUnknownEngine = errors.New("engine not available on this worker")
 
