@@ -2,13 +2,17 @@ package stack
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"clopen.dev/pkg/events"
 	worker "clopen.dev/services/engine-worker"
 	"clopen.dev/services/gateway/api"
+	"clopen.dev/services/streammgr"
 )
 
 // TestOneTenantCannotHoldTheFleet: tenant A floods a worker of six slots
@@ -72,3 +76,52 @@ func TestOneTenantCannotHoldTheFleet(t *testing.T) {
 	t.Logf("tenant B's turn claimed %v after its send (queued→claimed %v)", time.Since(sent).Round(time.Millisecond),
 		run.ClaimedAt.Sub(run.QueuedAt).Round(time.Millisecond))
 }
+
+// TestAFullTenantQueueIs429OverREST: a send that would wait while its
+// tenant's queue is full answers 429 tenant_queue_full with a Retry-After,
+// and the held turn's reply says why it waits.
+func TestAFullTenantQueueIs429OverREST(t *testing.T) {
+	h := start(t, Config{Gateway: unthrottled()})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	a := h.account("queue-full")
+	me, err := a.c.Me(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := streammgr.SetTenantLimits(ctx, h.st.DB, me.Tenant.ID,
+		streammgr.TenantLimits{MaxConcurrent: ptr(1), MaxQueued: ptr(1)}); err != nil {
+		t.Fatal(err)
+	}
+	session := func() string {
+		s, err := a.c.CreateSession(ctx, a.project.ID, api.CreateSession{Model: "scripted/slow?delay=100ms"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	if _, err := a.c.SendMessage(ctx, session(), api.SendMessage{Text: "runs"}); err != nil {
+		t.Fatal(err)
+	}
+	held, err := a.c.SendMessage(ctx, session(), api.SendMessage{Text: "held"})
+	if err != nil || !held.Queued || held.QueuedReason != "tenant at its limit of 1 concurrent runs" {
+		t.Fatalf("second send = %+v %v, want queued with the tenant's limit as the reason", held, err)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.st.URL+"/v1/sessions/"+session()+"/messages",
+		strings.NewReader(`{"text":"one too many"}`))
+	req.Header.Set("Authorization", "Bearer "+a.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body api.Error
+	_ = json.NewDecoder(resp.Body).Decode(&body)
+	if resp.StatusCode != http.StatusTooManyRequests || body.Error.Code != "tenant_queue_full" || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("send over the queue = %d %+v Retry-After %q, want 429 tenant_queue_full with a Retry-After",
+			resp.StatusCode, body.Error, resp.Header.Get("Retry-After"))
+	}
+}
+
+func ptr(n int) *int { return &n }
