@@ -43,12 +43,15 @@ const (
 // as not found, never as forbidden, so its existence does not leak.
 type APIError struct {
 	Status  int    `json:"status"`
-	Code    string `json:"code"` // invalid_request | not_found | conflict | unavailable | internal | too_large
+	Code    string `json:"code"` // invalid_request | not_found | conflict | unavailable | internal | too_large | tenant_queue_full
 	Message string `json:"message"`
 	// ClientRequestID is set when a send timed out: the id the turn, if it
 	// started, carries (GET /v1/sessions/{id}/runs lists it), and that a
 	// retry repeats to get that turn rather than a second one.
 	ClientRequestID string `json:"clientRequestId,omitempty"`
+	// RetryAfter, in seconds, says when a refusal for load (429) is worth
+	// retrying; the gateway sends it as Retry-After.
+	RetryAfter int `json:"retryAfter,omitempty"`
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -77,6 +80,9 @@ type StartTurnReply struct {
 	RunID            string `json:"runId"`
 	Queued           bool   `json:"queued"`
 	UserMessageRowID string `json:"userMessageRowId,omitempty"` // empty while queued
+	// QueuedReason says why a queued run waits when it is not behind its
+	// session's active run: its tenant is at its limit of concurrent runs.
+	QueuedReason string `json:"queuedReason,omitempty"`
 	// ClientRequestID is the send's idempotency key: the client's, or the
 	// one the gateway made up.
 	ClientRequestID string `json:"clientRequestId,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 
 	"clopen.dev/pkg/events"
@@ -104,17 +105,35 @@ func (m *Manager) ask(ctx context.Context, r store.RunRow, verb string, req even
 	return reply, nil
 }
 
-// cancelQueued cancels a run that never left the session's queue.
+// cancelQueued cancels a run that was never dispatched: one waiting behind
+// the session's active run, or one held for its tenant's admission (then
+// the session moves on to its next turn, as when a run ends).
 func (m *Manager) cancelQueued(ctx context.Context, r store.RunRow) (events.ControlReply, error) {
 	now := time.Now().UTC()
-	tag, err := m.db.Exec(ctx, `UPDATE streammgr.runs SET state = 'cancelled', ended_at = greatest($2::timestamptz, queued_at)
-		WHERE id = $1 AND state = 'queued' AND dispatched_at IS NULL`, r.ID, now)
+	var cancelled bool
+	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
+		l, err := store.LockSession(ctx, tx, r.Tenant, r.SessionID)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `UPDATE streammgr.runs SET state = 'cancelled', ended_at = greatest($2::timestamptz, queued_at)
+			WHERE id = $1 AND state = 'queued' AND dispatched_at IS NULL`, r.ID, now)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		cancelled = true
+		if l.ActiveRunID != r.ID {
+			return nil
+		}
+		return m.disp.releaseLocked(ctx, tx, r.Tenant, r.SessionID, r.ID)
+	})
 	if err != nil {
-		return events.ControlReply{}, err
+		return events.ControlReply{}, mapStoreErr(err, "session")
 	}
-	if tag.RowsAffected() == 0 {
+	if !cancelled {
 		return events.ControlReply{State: r.State, Error: "run started meanwhile; cancel again"}, nil
 	}
+	m.disp.admit.kick(r.Tenant)
 	m.publishChat(ctx, r.Tenant, []events.ChatEvent{{Type: events.ChatTypeRunState, ChatSessionID: r.SessionID,
 		ProjectID: r.ProjectID, RunID: r.ID, Timestamp: now,
 		Data: events.ChatRunState{State: events.RunCancelled, Reason: "cancelled before it started"}}})

@@ -52,6 +52,7 @@ func (m *Manager) deleteSession(ctx context.Context, req events.SessionRef) (eve
 		}
 	}
 	m.purgeBus(ctx, d.Tenant, d.Session, d.Runs)
+	m.disp.admit.kick(d.Tenant) // its runs no longer count against the tenant's limit
 	return s, nil
 }
 

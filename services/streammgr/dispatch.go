@@ -32,6 +32,9 @@ type dispatcher struct {
 	prime func(run store.RunRow, head, modelName, accountName string)
 	// forget tells the pipeline that runs were deleted: their events are dropped.
 	forget func(runs []string)
+	// limits are the default tenant limits; admit admits held runs.
+	limits store.Limits
+	admit  *admitter
 }
 
 // dispatched is what a dispatch leaves to do after its transaction commits.
@@ -132,28 +135,30 @@ func (d *dispatcher) afterDispatch(ctx context.Context, fx *dispatched) {
 	}
 }
 
-// dispatchNext ends run's hold on its session and starts the session's next
-// queued turn, if any, in the caller's transaction.
-func (d *dispatcher) dispatchNext(ctx context.Context, tx pgx.Tx, tenant, session, run string) (*dispatched, error) {
+// releaseLocked ends run's hold on its session (locked by the caller's
+// transaction) and holds the session's next queued turn, if any, for its
+// tenant's admission: the admitter, kicked after the commit, dispatches it
+// when the tenant has room. The caller holds session rows, so it takes no
+// tenant lock itself (that lock always comes first).
+func (d *dispatcher) releaseLocked(ctx context.Context, tx pgx.Tx, tenant, session, run string) error {
 	l, err := store.LockSession(ctx, tx, tenant, session)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil // the session was deleted
+		return nil // the session was deleted
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if l.ActiveRunID != run && l.ActiveRunID != "" {
-		return nil, nil
+		return nil
 	}
 	if err := store.SetActiveRun(ctx, tx, session, ""); err != nil {
-		return nil, err
+		return err
 	}
-	l.ActiveRunID = ""
 	next, ok, err := store.NextQueued(ctx, tx, session)
 	if err != nil || !ok {
-		return nil, err
+		return err
 	}
-	return d.dispatchLocked(ctx, tx, l, next, nil)
+	return store.Hold(ctx, tx, session, next.ID, time.Now().UTC())
 }
 
 // flagEnded marks an ended run in run_ctl so that a stale copy of its job

@@ -15,6 +15,10 @@ var (
 		metric.WithDescription("events per committed batch"))
 	runsEnded, _ = meter.Int64Counter("clopen.streammgr.runs.ended",
 		metric.WithDescription("runs that reached a terminal state, by state"))
+	runsAdmitted, _ = meter.Int64Counter("clopen.streammgr.runs.admitted",
+		metric.WithDescription("runs dispatched after waiting for their tenant's admission"))
+	runsHeld, _ = meter.Int64Counter("clopen.streammgr.runs.held",
+		metric.WithDescription("runs held because their tenant was at its limit of concurrent runs"))
 	runsLost, _ = meter.Int64Counter("clopen.streammgr.runs.lost",
 		metric.WithDescription("runs whose worker vanished"))
 	eventsDead, _ = meter.Int64Counter("clopen.streammgr.events.dead",

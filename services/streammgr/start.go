@@ -25,10 +25,13 @@ const startAttempts = 5
 var errSessionChanged = errors.New("the session changed while the turn was prepared")
 
 // start runs one turn: in one transaction it creates the run and, when the
-// session is idle, dispatches it (the user message saved as the run's first
-// event, the engine session to resume resolved); otherwise the run waits
-// behind the session's active run and starts when that one completes. The
-// job is published after the commit. What needs the bus is prepared before
+// session is idle and its tenant has room (admission.go), dispatches it (the
+// user message saved as the run's first event, the engine session to resume
+// resolved); when the tenant is at its limit the run is held until the
+// admitter dispatches it, and the client is told why; otherwise the run
+// waits behind the session's active run and starts when that one completes.
+// A run that would wait while its tenant's queue is full is refused (429
+// tenant_queue_full). The job is published after the commit. What needs the bus is prepared before
 // the transaction locks the session (prepare).
 func (m *Manager) start(ctx context.Context, req events.StartTurnRequest) (events.StartTurnReply, error) {
 	if err := m.validateStart(&req); err != nil {
@@ -87,7 +90,13 @@ func (m *Manager) prepare(ctx context.Context, req events.StartTurnRequest) (pre
 func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest, prep preparation) (events.StartTurnReply, error) {
 	var reply events.StartTurnReply
 	var fx *dispatched
+	var held *store.RunRow
 	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
+		// The tenant's admission lock comes before the session's row lock,
+		// here as in the admitter.
+		if err := store.LockTenant(ctx, tx, req.TenantID); err != nil {
+			return err
+		}
 		l, err := store.LockSession(ctx, tx, req.TenantID, req.SessionID)
 		if err != nil {
 			return err
@@ -107,6 +116,10 @@ func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest
 		if prep.offeredErr != nil {
 			return prep.offeredErr
 		}
+		adm, err := m.disp.decide(ctx, tx, l.Tenant, l.ActiveRunID != "")
+		if err != nil {
+			return err
+		}
 		if err := store.SaveSelection(ctx, tx, l); err != nil {
 			return err
 		}
@@ -124,6 +137,10 @@ func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest
 		if l.ActiveRunID != "" {
 			return nil // waits behind the active run
 		}
+		if adm.hold {
+			reply.Queued, reply.QueuedReason, held = true, adm.reason, &run
+			return store.Hold(ctx, tx, l.ID, run.ID, run.QueuedAt)
+		}
 		if prep.prompt == nil || l.HeadMessageID != prep.seen.HeadMessageID {
 			return errSessionChanged // the prompt was prepared for another HEAD, or not at all
 		}
@@ -138,6 +155,10 @@ func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest
 	}
 	if fx != nil {
 		m.disp.afterDispatch(background(ctx), fx)
+	}
+	if held != nil {
+		runsHeld.Add(ctx, 1)
+		m.disp.publishHeld(background(ctx), *held, reply.QueuedReason)
 	}
 	return reply, nil
 }

@@ -24,6 +24,7 @@ import (
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/pkg/platform/svc"
+	"clopen.dev/services/streammgr/internal/store"
 )
 
 // Name is the service name on the bus and in logs.
@@ -54,13 +55,18 @@ type Config struct {
 	// streammgr reports itself not ready (a writer stuck retrying, waiting
 	// on a lock, or falling behind).
 	StallAfter time.Duration
+	// TenantMaxConcurrent and TenantMaxQueued are the admission limits of a
+	// tenant without its own (streammgr.tenant_limits): how many of its runs
+	// may be dispatched at once, and how many may wait; 0 is the default.
+	TenantMaxConcurrent, TenantMaxQueued int
 }
 
 // DefaultConfig returns the configuration `clopen dev` uses.
 func DefaultConfig() Config {
 	return Config{Streams: DefaultStreamSettings(), MaxPromptBytes: 256 << 10, AckWait: 10 * time.Second,
 		SweepEvery: 10 * time.Second, LeaseGrace: 20 * time.Second, RepublishAfter: 30 * time.Second, Writers: 2,
-		StallAfter: 30 * time.Second}
+		StallAfter: 30 * time.Second, TenantMaxConcurrent: DefaultTenantLimits.MaxConcurrent,
+		TenantMaxQueued: DefaultTenantLimits.MaxQueued}
 }
 
 // Deps are the connections streammgr runs on; the caller owns them.
@@ -89,7 +95,9 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	}
 	m.pipe = newPipeline(cfg, d.DB, d.NATS, js, d.Logger)
 	m.disp = &dispatcher{db: d.DB, bus: m.bus, flags: m.flags, log: d.Logger, prompt: m.buildEnginePrompt,
-		prime: m.pipe.prime, forget: m.pipe.markDeleted}
+		prime: m.pipe.prime, forget: m.pipe.markDeleted, admit: newAdmitter(),
+		limits: store.Limits{MaxConcurrent: cmp.Or(cfg.TenantMaxConcurrent, DefaultTenantLimits.MaxConcurrent),
+			MaxQueued: cmp.Or(cfg.TenantMaxQueued, DefaultTenantLimits.MaxQueued)}}
 	m.pipe.disp = m.disp
 	s, err := micro.AddService(d.NATS, micro.Config{Name: Name, Version: "0.1.0",
 		Description: "chat sessions, runs and the event log"})
@@ -112,6 +120,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.pipe.run(gctx) })
+	g.Go(func() error { return m.disp.admitLoop(gctx, cmp.Or(cfg.SweepEvery, DefaultConfig().SweepEvery)) })
 	for n, writes := range m.pipe.writes {
 		g.Go(func() error { return m.pipe.writeLoop(gctx, n, writes) })
 	}
@@ -156,6 +165,22 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			return fmt.Errorf("CLOPEN_STREAMMGR_WRITERS=%q: want 1 to 64", v)
 		}
 		cfg.Writers = n
+	}
+	for _, v := range []struct {
+		name     string
+		min, max int
+		into     *int
+	}{
+		{"CLOPEN_TENANT_MAX_CONCURRENT", 1, maxConcurrentLimit, &cfg.TenantMaxConcurrent},
+		{"CLOPEN_TENANT_MAX_QUEUED", 1, maxQueuedLimit, &cfg.TenantMaxQueued},
+	} {
+		if s := getenv(v.name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < v.min || n > v.max {
+				return fmt.Errorf("%s=%q: want %d to %d", v.name, s, v.min, v.max)
+			}
+			*v.into = n
+		}
 	}
 	return Run(ctx, cfg, Deps{NATS: p.NATS, DB: p.DB, Logger: p.Logger, Health: p.Health})
 }

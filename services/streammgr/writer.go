@@ -60,17 +60,15 @@ func (p *pipeline) writeLoop(ctx context.Context, n int, writes <-chan *write) e
 				_ = w.msg.Ack()
 			}
 		}
-		for _, d := range fx {
-			p.disp.afterDispatch(ctx, d)
-		}
+		p.disp.admit.kick(fx...) // the tenants of ended runs have room, or a next turn to admit
 	}
 }
 
 // settle commits batch, in parts if it must: when Postgres refuses the
 // batch for what it holds, each half is settled on its own, so the events
 // around a refused one commit and the refused one ends up alone, to be set
-// aside. It returns the runs the commits dispatched.
-func (p *pipeline) settle(ctx context.Context, n int, batch []*write) []*dispatched {
+// aside. It returns the tenants whose runs ended: the admitter has work.
+func (p *pipeline) settle(ctx context.Context, n int, batch []*write) []string {
 	fx, err := p.commitRetrying(ctx, n, batch, nil)
 	if err == nil || ctx.Err() != nil {
 		return fx
@@ -88,7 +86,7 @@ func (p *pipeline) settle(ctx context.Context, n int, batch []*write) []*dispatc
 // content, so the run still moves on (and ends, if this was its terminal
 // event); if even that is refused, only the record is written. It is
 // logged at Error and counted.
-func (p *pipeline) bury(ctx context.Context, n int, w *write, cause error) []*dispatched {
+func (p *pipeline) bury(ctx context.Context, n int, w *write, cause error) []string {
 	p.log.Error("event refused by Postgres: set aside in streammgr.dead_events", "run_id", w.run, "session_id", w.sess,
 		"tenant", w.tenant, "epoch", w.out.Epoch, "seq", w.out.Seq, "type", w.typ, "stream_seq", w.jsSeq, "err", cause)
 	eventsDead.Add(ctx, 1, metric.WithAttributes(attribute.String("type", w.typ)))
@@ -112,7 +110,7 @@ type burial struct {
 // commitRetrying commits batch, retrying for as long as the failure is one
 // that passes (a lost connection, a lost race); it returns the error of a
 // batch Postgres refuses for what it holds, or nil once ctx ends.
-func (p *pipeline) commitRetrying(ctx context.Context, n int, batch []*write, dead *burial) ([]*dispatched, error) {
+func (p *pipeline) commitRetrying(ctx context.Context, n int, batch []*write, dead *burial) ([]string, error) {
 	delay := 100 * time.Millisecond
 	lastProgress := time.Now()
 	for {
@@ -154,14 +152,15 @@ func (p *pipeline) commitRetrying(ctx context.Context, n int, batch []*write, de
 	}
 }
 
-// commit writes one batch in one transaction and returns the runs it
-// dispatched (the next queued turn of sessions whose run ended). It first
+// commit writes one batch in one transaction and returns the tenants of the
+// runs that ended in it (their sessions' next queued turns are held for the
+// admitter, which dispatches them after the commit). It first
 // locks the batch's sessions, as a deletion does, and drops the events of
 // sessions that are gone: their runs were deleted with them, and what is
 // left of them on the bus is purged after the commit.
-func (p *pipeline) commit(ctx context.Context, batch []*write, dead *burial) ([]*dispatched, error) {
+func (p *pipeline) commit(ctx context.Context, batch []*write, dead *burial) ([]string, error) {
 	cursors := p.waitChat(ctx, batch)
-	var fx []*dispatched
+	var fx []string
 	var kept, gone, ended []*write
 	err := pgx.BeginFunc(ctx, p.db, func(tx pgx.Tx) error {
 		live, err := store.LockSessions(ctx, tx, sessionsOf(batch))
@@ -193,12 +192,11 @@ func (p *pipeline) commit(ctx context.Context, batch []*write, dead *burial) ([]
 			return err
 		}
 		for _, e := range ends {
-			d, err := p.disp.dispatchNext(ctx, tx, e.Tenant, e.Session, e.Run)
-			if err != nil {
+			if err := p.disp.releaseLocked(ctx, tx, e.Tenant, e.Session, e.Run); err != nil {
 				return err
 			}
-			if d != nil {
-				fx = append(fx, d)
+			if !slices.Contains(fx, e.Tenant) {
+				fx = append(fx, e.Tenant)
 			}
 		}
 		for _, w := range kept {

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -16,6 +17,7 @@ import (
 	"clopen.dev/pkg/platform/pgdb"
 	"clopen.dev/services/gateway"
 	"clopen.dev/services/gateway/api"
+	"clopen.dev/services/streammgr"
 )
 
 // Usage describes the subcommands.
@@ -26,6 +28,8 @@ commands:
   create-user   --tenant SLUG --email EMAIL --name NAME [--role admin|member]
   create-key    --tenant SLUG --email EMAIL [--name NAME]   prints the key once
   list-tenants
+  tenant-limits --tenant SLUG [--max-concurrent N|default] [--max-queued N|default]
+                shows, or sets, the tenant's admission limits (runs at once, runs waiting)
   rotate-key    re-seal every engine credential with a new master key
 `
 
@@ -62,8 +66,10 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	defer db.Close()
-	if err := pgdb.Check(ctx, db, gateway.Schema); err != nil {
-		return err
+	for _, s := range []pgdb.Schema{gateway.Schema, streammgr.Schema} {
+		if err := pgdb.Check(ctx, db, s); err != nil {
+			return err
+		}
 	}
 	return run(ctx, db, stdout)
 }
@@ -73,6 +79,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 type command func(fs *flag.FlagSet) func(ctx context.Context, db *pgxpool.Pool, out io.Writer) error
 
 var commands = map[string]command{
+	"tenant-limits": tenantLimits,
 	"create-tenant": func(fs *flag.FlagSet) func(context.Context, *pgxpool.Pool, io.Writer) error {
 		slug := fs.String("slug", "", "the tenant's unique slug (lower-case letters, digits, -)")
 		name := fs.String("name", "", "the tenant's display name")
@@ -135,6 +142,75 @@ var commands = map[string]command{
 			return tw.Flush()
 		}
 	},
+}
+
+// tenantLimits is `clopen admin tenant-limits`: a flag left out keeps the
+// tenant's limit, "default" returns it to the default.
+func tenantLimits(fs *flag.FlagSet) func(context.Context, *pgxpool.Pool, io.Writer) error {
+	tenant := fs.String("tenant", "", "the tenant's slug")
+	conc := fs.String("max-concurrent", "", "runs of the tenant dispatched at once (1 to 10000, or default)")
+	queued := fs.String("max-queued", "", "runs of the tenant waiting to start (0 to 100000, or default)")
+	return func(ctx context.Context, db *pgxpool.Pool, out io.Writer) error {
+		if err := required("tenant-limits", "tenant", *tenant); err != nil {
+			return err
+		}
+		id, err := tenantID(ctx, db, *tenant)
+		if err != nil {
+			return err
+		}
+		l, err := streammgr.TenantLimitsOf(ctx, db, id)
+		if err != nil {
+			return err
+		}
+		if *conc != "" || *queued != "" {
+			if l.MaxConcurrent, err = limitFlag("max-concurrent", *conc, l.MaxConcurrent); err != nil {
+				return err
+			}
+			if l.MaxQueued, err = limitFlag("max-queued", *queued, l.MaxQueued); err != nil {
+				return err
+			}
+			if err := streammgr.SetTenantLimits(ctx, db, id, l); err != nil {
+				return err
+			}
+		}
+		show := func(v *int) string {
+			if v == nil {
+				return "default"
+			}
+			return strconv.Itoa(*v)
+		}
+		fmt.Fprintf(out, "tenant %s: max-concurrent %s, max-queued %s\n", *tenant, show(l.MaxConcurrent), show(l.MaxQueued))
+		return nil
+	}
+}
+
+// limitFlag parses a limit flag: empty keeps was, "default" is nil.
+func limitFlag(name, v string, was *int) (*int, error) {
+	switch v {
+	case "":
+		return was, nil
+	case "default":
+		return nil, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return nil, fmt.Errorf("admin tenant-limits: --%s %q: want a number or default", name, v)
+	}
+	return &n, nil
+}
+
+// tenantID finds the id of the tenant with slug.
+func tenantID(ctx context.Context, db *pgxpool.Pool, slug string) (string, error) {
+	ts, err := gateway.ListTenants(ctx, db)
+	if err != nil {
+		return "", err
+	}
+	for _, t := range ts {
+		if t.Slug == slug {
+			return t.ID, nil
+		}
+	}
+	return "", fmt.Errorf("admin: tenant %q not found", slug)
 }
 
 // required reports the first empty flag among name/value pairs.

@@ -9,6 +9,7 @@ import (
 	"clopen.dev/pkg/platform/pgdb"
 	"clopen.dev/pkg/platform/pgtest"
 	"clopen.dev/services/gateway"
+	"clopen.dev/services/streammgr"
 )
 
 func TestAdminCommands(t *testing.T) {
@@ -19,8 +20,10 @@ func TestAdminCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := pgdb.Migrate(ctx, db, gateway.Schema, logging.Discard()); err != nil {
-		t.Fatal(err)
+	for _, s := range []pgdb.Schema{gateway.Schema, streammgr.Schema} {
+		if _, err := pgdb.Migrate(ctx, db, s, logging.Discard()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	env := func(k string) string {
 		if k == "DATABASE_URL" {
@@ -47,6 +50,13 @@ func TestAdminCommands(t *testing.T) {
 		{[]string{"create-key", "--tenant", "acme", "--email", "ada@acme.test", "--name", "ci"}, "clp_", ""},
 		{[]string{"create-key", "--tenant", "acme", "--email", "bob@acme.test"}, "", "not found"},
 		{[]string{"list-tenants"}, "acme", ""},
+		{[]string{"tenant-limits", "--tenant", "acme"}, "max-concurrent default, max-queued default", ""},
+		{[]string{"tenant-limits", "--tenant", "acme", "--max-concurrent", "2"}, "max-concurrent 2, max-queued default", ""},
+		{[]string{"tenant-limits", "--tenant", "acme", "--max-queued", "10"}, "max-concurrent 2, max-queued 10", ""},
+		{[]string{"tenant-limits", "--tenant", "acme", "--max-concurrent", "default"}, "max-concurrent default, max-queued 10", ""},
+		{[]string{"tenant-limits", "--tenant", "acme", "--max-concurrent", "0"}, "", "out of range"},
+		{[]string{"tenant-limits", "--tenant", "acme", "--max-queued", "many"}, "", "want a number or default"},
+		{[]string{"tenant-limits", "--tenant", "nope"}, "", "not found"},
 		{[]string{"frobnicate"}, "", "unknown command"},
 		{[]string{"list-tenants", "extra"}, "", "unexpected argument"},
 	}

@@ -75,7 +75,8 @@ func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // never fails (crypto/rand)
-	services := []svc{{"streammgr", nil}, {"artifacts", []string{"CLOPEN_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key)}}, {"mcp-bridge", nil},
+	// One tenant is the whole load: its admission limits are the fleet's.
+	services := []svc{{"streammgr", []string{"CLOPEN_TENANT_MAX_CONCURRENT=10000", "CLOPEN_TENANT_MAX_QUEUED=100000"}}, {"artifacts", []string{"CLOPEN_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key)}}, {"mcp-bridge", nil},
 		// One API key drives every simulated client: lift its rate limit.
 		{"gateway", []string{fmt.Sprintf("CLOPEN_HTTP_ADDR=127.0.0.1:%d", httpPort), "CLOPEN_RATE_LIMIT=1000000", "CLOPEN_RATE_BURST=1000000", "CLOPEN_WS_MAX_PER_KEY=1000000", "CLOPEN_WS_MAX_PER_TENANT=1000000"}}}
 	for i := range max(cfg.Workers, 1) {

@@ -14,6 +14,7 @@ import (
 	worker "clopen.dev/services/engine-worker"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/client"
+	"clopen.dev/services/streammgr"
 )
 
 // fate is what the chaos test does with one session.
@@ -60,7 +61,9 @@ func TestChaosDeletionsWhileStreaming(t *testing.T) {
 	wc := worker.DefaultConfig()
 	wc.Capacity = 32
 	wc.Workspaces = t.TempDir()
-	h := start(t, Config{Workers: 2, Worker: wc, Gateway: unthrottled()})
+	sc := streammgr.DefaultConfig()
+	sc.TenantMaxConcurrent = 64 // every session streams at once: admission is not what this is about
+	h := start(t, Config{Workers: 2, Worker: wc, Gateway: unthrottled(), Streammgr: sc})
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
 	defer cancel()
 

@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"strconv"
@@ -46,6 +47,11 @@ func (h *harness) spawn(role string, env ...string) *exec.Cmd {
 func TestKilledWorkerRunIsLostOthersGoOn(t *testing.T) {
 	h := start(t, Config{NoWorkers: true})
 	tn := newTenant()
+	// Six runs at once, on purpose: the tenant may run them.
+	if err := streammgr.SetTenantLimits(context.Background(), h.st.DB, tn.TenantID,
+		streammgr.TenantLimits{MaxConcurrent: ptr(6)}); err != nil {
+		t.Fatal(err)
+	}
 	type turn struct {
 		session string
 		run     string

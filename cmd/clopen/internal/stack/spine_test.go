@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/streammgr"
 )
 
 func TestTurnEndToEnd(t *testing.T) {
@@ -263,6 +264,11 @@ func TestCancelOneRunLeavesTheOtherUntouched(t *testing.T) {
 	h := start(t, Config{Workers: 2})
 	tn := newTenant()
 	const pairs, parallel = 100, 10
+	// Both runs of every pair run at once: the tenant may run them all.
+	if err := streammgr.SetTenantLimits(context.Background(), h.st.DB, tn.TenantID,
+		streammgr.TenantLimits{MaxConcurrent: ptr(2 * parallel)}); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, pairs)
 	sem := make(chan struct{}, parallel)

@@ -128,8 +128,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", v)
 	case e.Status == http.StatusTooManyRequests:
 		var rl *apierr.RateLimitedError
-		if errors.As(err, &rl) {
+		switch {
+		case errors.As(err, &rl):
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(rl.RetryAfter.Seconds()))))
+		case e.RetryAfter > 0: // a service's refusal for load (tenant_queue_full)
+			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 		}
 	}
 	writeJSON(w, e.Status, api.Error{Error: api.ErrorDetail{Code: e.Code, Message: e.Message, ClientRequestID: e.ClientRequestID}})

@@ -49,15 +49,15 @@ func openAPI(routes []Route) map[string]any {
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": sc.of(rt.ep.out)}}
 		}
 		responses := map[string]any{strconv.Itoa(rt.ep.status): ok, "default": errResp("an error")}
-		for status, desc := range rt.Errors {
-			responses[strconv.Itoa(status)] = errResp(desc)
-		}
 		if rt.Auth {
 			responses["401"] = errResp("missing, invalid, expired or revoked API key")
 			responses["429"] = errResp("the key's rate limit is exhausted; see Retry-After")
 			op["security"] = []any{map[string]any{"bearer": []string{}}}
 		} else {
 			op["security"] = []any{}
+		}
+		for status, desc := range rt.Errors { // a route's own description of a status comes last
+			responses[strconv.Itoa(status)] = errResp(desc)
 		}
 		op["responses"] = responses
 		if paths[rt.Path] == nil {

@@ -82,7 +82,9 @@ func (s *Server) routes() []Route {
 		withErrors(key("sessions", "POST", "/v1/sessions/{id}/messages", "Send a prompt: start a turn, or queue it behind the active one", handle(s, queued, s.sendMessage)),
 			map[int]string{http.StatusGatewayTimeout: "streammgr did not answer in time; the turn may still start. The error names the " +
 				"send's clientRequestId (the client's, else one the gateway made up): find the run by it in GET /v1/sessions/{id}/runs, " +
-				"or send again with it to get the same run, never a second one"}),
+				"or send again with it to get the same run, never a second one",
+				http.StatusTooManyRequests: "rate_limited: the key's rate limit is exhausted; tenant_queue_full: the turn would wait and " +
+					"the tenant already has as many runs waiting as its limit allows. Both say when to retry in Retry-After"}),
 		key("sessions", "GET", "/v1/sessions/{id}/runs", "The session's runs, oldest first", handle(s, ok, s.listRuns), limitParam),
 		key("sessions", "GET", "/v1/sessions/{id}/snapshot", "Messages, the active run and its partial text, and the CHAT cursor live frames continue from", handle(s, ok, s.snapshot)),
 		key("sessions", "POST", "/v1/sessions/{id}/cancel", "Cancel a run (default: the active one): soft stop, then kill", handle(s, queued, s.cancel)),
