@@ -28,7 +28,7 @@ var codexRow = Spec{
 		creds := codexAccounts{s}
 		return func(_ context.Context, key engine.Key) (engine.Engine, error) {
 			return codex.New(codex.Config{Bin: bin, StateDir: s.stateDir(events.EngineCodex),
-				Credentials: creds, MaxRetries: 2, Logger: s.Logger}, key), nil
+				Credentials: creds, MaxRetries: 2, Logger: s.Logger, Sandbox: s.Sandbox}, key), nil
 		}
 	},
 }

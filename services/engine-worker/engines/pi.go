@@ -28,7 +28,7 @@ var piRow = Spec{
 		creds := piAccounts{s}
 		return func(_ context.Context, key engine.Key) (engine.Engine, error) {
 			return pi.New(pi.Config{Bin: bin, StateDir: s.stateDir(events.EnginePi),
-				Credentials: creds, Retry: true, Logger: s.Logger}, key), nil
+				Credentials: creds, Retry: true, Logger: s.Logger, Sandbox: s.Sandbox}, key), nil
 		}
 	},
 }

@@ -44,6 +44,8 @@ type Config struct {
 	Credentials Credentials
 	// Wrap prefixes the command line, e.g. a namespace launcher in tests.
 	Wrap []string
+	// Sandbox confines every app-server; nil runs them unconfined.
+	Sandbox *engine.Sandboxing
 	// MaxRetries is the provider's request and stream retries; 0 means none.
 	MaxRetries int
 	// IdleTimeout retires an app-server its chat has not used this long: 0
@@ -116,20 +118,27 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 	if err := h.prepare(cred, e.cfg.MaxRetries); err != nil {
 		return err
 	}
-	spec := strings.Join([]string{cred.fingerprint(), h.codexHome, req.Workspace}, "\x00")
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, h.state()...)
+	if err != nil {
+		return err
+	}
+	// A warm app-server fits only a turn it would have been confined for
+	// the same way: never another tenant's, workspace's or state's.
+	spec := strings.Join([]string{cred.fingerprint(), h.codexHome, req.Workspace, confine.Fingerprint()}, "\x00")
 	warm := e.cfg.IdleTimeout > 0 && !req.Ephemeral
 	var c *conn
 	if warm {
 		// Threads live in CODEX_HOME, not in the process, so the turn (which
 		// forks the thread it resumes) runs on the chat's warm app-server as
 		// well as on a fresh one, when it was started the same way
-		// (credentials, CODEX_HOME, workspace); it only skips the start.
+		// (credentials, CODEX_HOME, workspace, confinement); it only skips
+		// the start.
 		if idle, ok := e.Procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
 			c = idle
 		}
 	}
 	if c == nil {
-		if c, err = e.start(ctx, h, cred, req.Workspace, spec); err != nil {
+		if c, err = e.start(ctx, h, cred, req.Workspace, spec, confine); err != nil {
 			return err
 		}
 	}
@@ -138,16 +147,17 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 		return engine.ShuttingDown("codex")
 	}
 	t := &turn{c: c, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), model: model,
-		effort: ClampEffort(model, req.Effort), schema: schema, unknown: &e.unknown, cfg: &e.cfg}
+		effort: ClampEffort(model, req.Effort), schema: schema, unknown: &e.unknown, cfg: &e.cfg, confined: confine != nil}
 	reusable, err := t.run(ctx)
 	e.Procs.Release(c, req.SessionID, reusable && warm)
 	return err
 }
 
-// start starts an app-server in dir and initializes the session.
-func (e *Engine) start(ctx context.Context, h home, cred Credential, dir, spec string) (*conn, error) {
+// start starts an app-server in dir, confined by confine, and initializes
+// the session.
+func (e *Engine) start(ctx context.Context, h home, cred Credential, dir, spec string, confine *engine.Confinement) (*conn, error) {
 	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin), "app-server")
-	c, err := startConn(argv, h.environ(cred), dir, e.cfg.KillGrace, e.cfg.Tap)
+	c, err := startConn(argv, h.environ(cred), dir, e.cfg.KillGrace, e.cfg.Tap, confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start codex app-server: " + err.Error(), Err: err}
 	}

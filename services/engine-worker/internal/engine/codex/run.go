@@ -15,11 +15,16 @@ import (
 
 // Thread settings: every command that is not read-only asks (untrusted),
 // inside the workspace-write sandbox; a structured generation's sandbox is
-// read-only.
+// read-only. An app-server the worker confines runs its commands without
+// a sandbox of codex's own: codex's is bubblewrap in a user namespace,
+// which the worker's sandbox does not let a process create, and the
+// worker's sandbox already holds the commands to the workspace, the state
+// and the model endpoint. Approvals ask the same either way.
 const (
 	approvalPolicy  = "untrusted"
 	sandboxMode     = "workspace-write"
 	generateSandbox = "read-only"
+	confinedSandbox = "danger-full-access"
 )
 
 // setupTimeout bounds the requests that open a turn.
@@ -37,6 +42,8 @@ type turn struct {
 	effort  string
 	schema  json.RawMessage // the final answer's JSON schema (a generation), or nil
 	unknown *sync.Map
+	// confined: the worker's sandbox holds the app-server (confinedSandbox).
+	confined bool
 
 	conv    Converter
 	turnID  string
@@ -157,6 +164,9 @@ func (t *turn) open(ctx context.Context) error {
 	if t.schema != nil {
 		params["sandbox"] = generateSandbox
 		withholdAll(cfg)
+	}
+	if t.confined {
+		params["sandbox"] = confinedSandbox
 	}
 	if len(cfg) > 0 {
 		params["config"] = cfg

@@ -44,6 +44,8 @@ type Config struct {
 	Credentials Credentials
 	// Wrap prefixes the command line, e.g. a namespace launcher in tests.
 	Wrap []string
+	// Sandbox confines every process; nil runs them unconfined.
+	Sandbox *engine.Sandboxing
 	// Retry keeps pi's automatic retry of failed model calls (overloaded,
 	// rate limited, 5xx) on.
 	Retry bool
@@ -109,8 +111,14 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	if err := h.prepare(cred, model, req.ProjectID); err != nil {
 		return err
 	}
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, h.state()...)
+	if err != nil {
+		return err
+	}
+	// A warm pi fits only a turn it would have been confined for the same
+	// way: never another tenant's, workspace's or state's.
 	spec := strings.Join([]string{cred.fingerprint(), h.agentDir, req.ProjectID, req.Workspace,
-		mcpFingerprint(req.MCPServers), string(policyJSON(req))}, "\x00")
+		mcpFingerprint(req.MCPServers), string(policyJSON(req)), confine.Fingerprint()}, "\x00")
 	if cred.API == APIOpenAICompletions {
 		spec += "\x00" + model // models.json lists the model
 	}
@@ -120,14 +128,14 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		// Sessions live in files, not in the process: the turn clones the
 		// session it resumes (switching to it first when pi is on another),
 		// so the chat's warm pi, started the same way (credentials, agent
-		// dir, project, workspace, MCP servers, policy), only skips pi's
+		// dir, project, workspace, MCP servers, policy, confinement), only skips pi's
 		// start-up of about a second.
 		if idle, ok := e.Procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
 			c = idle
 		}
 	}
 	if c == nil {
-		if c, err = e.start(ctx, h, cred, model, req, spec); err != nil {
+		if c, err = e.start(ctx, h, cred, model, req, spec, confine); err != nil {
 			return err
 		}
 	}
@@ -143,8 +151,9 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 }
 
 // start starts pi in the workspace with Clopen's extension and the
-// project's sessions dir (no session at all for an ephemeral turn).
-func (e *Engine) start(ctx context.Context, h home, cred Credential, model string, req engine.Request, spec string) (*conn, error) {
+// project's sessions dir (no session at all for an ephemeral turn),
+// confined by confine.
+func (e *Engine) start(ctx context.Context, h home, cred Credential, model string, req engine.Request, spec string, confine *engine.Confinement) (*conn, error) {
 	sessions := []string{"--session-dir", h.sessions(req.ProjectID)}
 	if req.Ephemeral {
 		sessions = []string{"--no-session"}
@@ -160,7 +169,7 @@ func (e *Engine) start(ctx context.Context, h home, cred Credential, model strin
 		env = append(env, "CLOPEN_PI_MCP="+list, "CLOPEN_PI_MCP_STATUS="+status)
 		defer os.Remove(status)
 	}
-	c, err := startConn(argv, env, req.Workspace, e.cfg.KillGrace, e.cfg.Tap)
+	c, err := startConn(argv, env, req.Workspace, e.cfg.KillGrace, e.cfg.Tap, confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start pi: " + err.Error(), Err: err}
 	}
