@@ -18,13 +18,12 @@ func TestHostileCodex(t *testing.T) {
 	w := enginetest.NewHostileWorker(t, "/v1")
 	bin := enginetest.InstalledBin(t, events.EngineCodex)
 	tenant := func(name string) enginetest.HostileTenant {
-		e := codex.New(codex.Config{Bin: bin, StateDir: w.Root + "/state", KillGrace: time.Second, Sandbox: w.Sandbox,
-			Credentials: codex.EnvCredentials{BaseURL: w.BaseURL, Getenv: func(k string) string {
-				if k == "OPENAI_API_KEY" {
-					return "sk-key-of-" + name
-				}
-				return ""
-			}}},
+		e := codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: w.Root + "/state", KillGrace: time.Second, Sandbox: w.Sandbox}, Credentials: codex.EnvCredentials{BaseURL: w.BaseURL, Getenv: func(k string) string {
+			if k == "OPENAI_API_KEY" {
+				return "sk-key-of-" + name
+			}
+			return ""
+		}}},
 			engine.Key{Engine: events.EngineCodex, Tenant: name, Account: "acct"})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

@@ -57,7 +57,7 @@ func (e *Engine) readModels(ctx context.Context, configDir string) ([]ModelInfo,
 	if err != nil {
 		return nil, err
 	}
-	argv := append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin, "--mode", "rpc", "--no-session")
+	argv := e.cfg.Argv("--mode", "rpc", "--no-session")
 	c, err := startConn(argv, h.environ(cred), h.dir, e.cfg.KillGrace, e.cfg.Tap, confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start pi: " + err.Error(), Err: err}

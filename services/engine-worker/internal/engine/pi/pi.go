@@ -22,7 +22,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -34,38 +33,15 @@ import (
 
 // Config configures the adapter.
 type Config struct {
-	// Bin is the pi executable of the pinned install.
-	Bin string
-	// StateDir holds each instance's HOME, agent dir and sessions:
-	// StateDir/<tenant>/<account>. A request's ConfigDir, when set, is the
-	// agent dir instead.
-	StateDir string
+	// Process: Bin is the pi executable; StateDir holds each instance's
+	// HOME, agent dir and sessions: StateDir/<tenant>/<account>. A
+	// request's ConfigDir, when set, is the agent dir instead.
+	engine.Process
 	// Credentials gives each process its credentials; required.
 	Credentials Credentials
-	// Wrap prefixes the command line, e.g. a namespace launcher in tests.
-	Wrap []string
-	// Sandbox confines every process; nil runs them unconfined.
-	Sandbox *engine.Sandboxing
 	// Retry keeps pi's automatic retry of failed model calls (overloaded,
 	// rate limited, 5xx) on.
 	Retry bool
-	// IdleTimeout retires a process its chat has not used this long: 0
-	// means engine.DefaultIdleTimeout; a negative value turns warm processes off.
-	IdleTimeout time.Duration
-	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means engine.DefaultKillGrace.
-	KillGrace time.Duration
-	// InterruptGrace is how long an interrupted turn waits for pi to end it
-	// before the process is stopped; 0 means engine.DefaultInterruptGrace.
-	InterruptGrace time.Duration
-	// CancelGrace is how long a cancelled turn's pi gets, after the abort,
-	// before its group is stopped; 0 means engine.DefaultCancelGrace.
-	CancelGrace time.Duration
-	// Logger gets the adapter's diagnostics; nil discards them.
-	Logger *slog.Logger
-	// Tap, when set, sees every line written to (sent) or read from a
-	// process, for recording transcripts. It must not block.
-	Tap func(sent bool, line []byte)
 }
 
 // Engine is the pi adapter for one (tenant, account). Run is safe for
@@ -88,7 +64,7 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	cfg.Defaults()
 	return &Engine{cfg: cfg, key: key, CLI: engine.NewCLI(engine.CLIConfig[*conn]{Engine: events.EnginePi, Key: key,
 		Logger: cfg.Logger, IdleTimeout: cfg.IdleTimeout,
 		// pi prints its version on stderr.
@@ -158,7 +134,7 @@ func (e *Engine) start(ctx context.Context, h home, cred Credential, model strin
 	if req.Ephemeral {
 		sessions = []string{"--no-session"}
 	}
-	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin, "--mode", "rpc"), sessions...)
+	argv := e.cfg.Argv(append([]string{"--mode", "rpc"}, sessions...)...)
 	argv = append(argv, "-e", h.extension(), "--provider", cred.provider(), "--model", model)
 	env := append(h.environ(cred), "CLOPEN_PI_POLICY="+string(policyJSON(req)))
 	list, status, err := h.mcpFiles(req.MCPServers)
