@@ -92,9 +92,7 @@ func acpSpec(p *acp.Profile) Spec {
 func acpFactory(p *acp.Profile, bin string, s Setup) engine.Factory {
 	creds := acpAccounts{s, p}
 	return func(_ context.Context, key engine.Key) (engine.Engine, error) {
-		return acp.New(acp.Config{Profile: p, Bin: bin, StateDir: s.stateDir(p.Type),
-			CacheDir: filepath.Join(s.DataDir, "engine-cache"), Credentials: creds, MaxRetries: 2, Logger: s.Logger,
-			Sandbox: s.Sandbox}, key), nil
+		return acp.New(acp.Config{Process: engine.Process{Bin: bin, StateDir: s.stateDir(p.Type), Logger: s.Logger, Sandbox: s.Sandbox}, Profile: p, CacheDir: filepath.Join(s.DataDir, "engine-cache"), Credentials: creds, MaxRetries: 2}, key), nil
 	}
 }
 

@@ -27,8 +27,7 @@ var codexRow = Spec{
 	Factory: func(bin string, s Setup) engine.Factory {
 		creds := codexAccounts{s}
 		return func(_ context.Context, key engine.Key) (engine.Engine, error) {
-			return codex.New(codex.Config{Bin: bin, StateDir: s.stateDir(events.EngineCodex),
-				Credentials: creds, MaxRetries: 2, Logger: s.Logger}, key), nil
+			return codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: s.stateDir(events.EngineCodex), Logger: s.Logger, Sandbox: s.Sandbox}, Credentials: creds, MaxRetries: 2}, key), nil
 		}
 	},
 }

@@ -69,8 +69,7 @@ var table = append([]Spec{
 		Factory: func(bin string, s Setup) engine.Factory {
 			creds := claudeAccounts{s}
 			return func(_ context.Context, key engine.Key) (engine.Engine, error) {
-				return claude.New(claude.Config{Bin: bin, StateDir: s.stateDir(events.EngineClaudeCode),
-					Credentials: creds, MaxRetries: 2, Logger: s.Logger, Sandbox: s.Sandbox}, key), nil
+				return claude.New(claude.Config{Process: engine.Process{Bin: bin, StateDir: s.stateDir(events.EngineClaudeCode), Logger: s.Logger, Sandbox: s.Sandbox}, Credentials: creds, MaxRetries: 2}, key), nil
 			}
 		},
 	},

@@ -27,8 +27,7 @@ var piRow = Spec{
 	Factory: func(bin string, s Setup) engine.Factory {
 		creds := piAccounts{s}
 		return func(_ context.Context, key engine.Key) (engine.Engine, error) {
-			return pi.New(pi.Config{Bin: bin, StateDir: s.stateDir(events.EnginePi),
-				Credentials: creds, Retry: true, Logger: s.Logger}, key), nil
+			return pi.New(pi.Config{Process: engine.Process{Bin: bin, StateDir: s.stateDir(events.EnginePi), Logger: s.Logger, Sandbox: s.Sandbox}, Credentials: creds, Retry: true}, key), nil
 		}
 	},
 }

@@ -3,7 +3,6 @@ package engines
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/url"
@@ -132,30 +131,10 @@ func (b *loopbackBridges) endpoints(baseURL string) ([]sandbox.Endpoint, error) 
 		ln.Close()
 		return nil, fmt.Errorf("model bridge: %w", err)
 	}
-	go forward(ln, addr)
+	go sandbox.Forward(ln, "tcp", addr)
 	if b.by == nil {
 		b.by = map[string]string{}
 	}
 	b.by[addr] = sock
 	return []sandbox.Endpoint{{Port: port, Socket: sock}}, nil
-}
-
-// forward pipes every connection on ln to addr, for the process's life.
-func forward(ln net.Listener, addr string) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			t, err := net.Dial("tcp", addr)
-			if err != nil {
-				return
-			}
-			defer t.Close()
-			go func() { _, _ = io.Copy(t, c); _ = t.(*net.TCPConn).CloseWrite() }()
-			_, _ = io.Copy(c, t)
-		}()
-	}
 }

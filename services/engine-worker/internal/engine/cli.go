@@ -30,23 +30,6 @@ const (
 // DefaultPath is an agent CLI's PATH when the worker has none.
 const DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 
-// SetDefaults fills the unset (0) waits of an adapter's Config: the idle
-// timeout of warm processes (a negative one turns them off), and the
-// grace periods of a stop, an interrupt and a cancel.
-func SetDefaults(idle, kill, interrupt, cancel *time.Duration) {
-	if *idle == 0 {
-		*idle = DefaultIdleTimeout
-	}
-	for _, d := range []struct {
-		v   *time.Duration
-		def time.Duration
-	}{{kill, DefaultKillGrace}, {interrupt, DefaultInterruptGrace}, {cancel, DefaultCancelGrace}} {
-		if *d.v <= 0 {
-			*d.v = d.def
-		}
-	}
-}
-
 // CLI is what every adapter instance of an agent CLI has besides its
 // protocol: its processes (warm ones included), the version of its
 // executable, and its logger. An adapter's Engine embeds it for Version,

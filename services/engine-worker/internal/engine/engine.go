@@ -37,6 +37,16 @@ type Engine interface {
 // and fails once the run may no longer publish (lease lost, run ended).
 type Emit func(events.Output) error
 
+// All emits outs in order, stopping at the first error.
+func (emit Emit) All(outs []events.Output) error {
+	for _, o := range outs {
+		if err := emit(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Request is one turn.
 type Request struct {
 	Tenant    string

@@ -89,7 +89,7 @@ func runInit(args []string) (int, error) {
 		return 125, err
 	}
 	for i, ln := range lns {
-		go bridge(ln, cfg.Endpoints[i].Socket)
+		go Forward(ln, "unix", cfg.Endpoints[i].Socket)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cfg.Dir
@@ -159,9 +159,11 @@ func setLimits(l Limits) error {
 // rlimitNPROC is RLIMIT_NPROC, which package syscall does not name.
 const rlimitNPROC = 6
 
-// bridge pipes each connection accepted on ln to a new connection to the
-// unix socket.
-func bridge(ln net.Listener, socket string) {
+// Forward pipes each connection accepted on ln to a new connection to
+// addr on network ("unix", "tcp"), both ways, each direction's end passed
+// on, until ln is closed: the init's endpoint bridges, and the worker's
+// bridges of loopback model servers.
+func Forward(ln net.Listener, network, addr string) {
 	for {
 		c, err := ln.Accept()
 		if err != nil {
@@ -169,7 +171,7 @@ func bridge(ln net.Listener, socket string) {
 		}
 		go func() {
 			defer c.Close()
-			u, err := net.Dial("unix", socket)
+			u, err := net.Dial(network, addr)
 			if err != nil {
 				return
 			}

@@ -37,7 +37,6 @@
 package acp
 
 import (
-	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
@@ -51,12 +50,11 @@ const DefaultStartTimeout = 90 * time.Second
 
 // Config configures an adapter instance.
 type Config struct {
+	// Process: Bin is the agent's executable; StateDir holds each
+	// instance's HOME: StateDir/<tenant>/<account>.
+	engine.Process
 	// Profile is the agent; required.
 	Profile *Profile
-	// Bin is the agent's executable.
-	Bin string
-	// StateDir holds each instance's HOME: StateDir/<tenant>/<account>.
-	StateDir string
 	// CacheDir is shared by every instance (Copilot unpacks 235 MB there
 	// on first run); empty means StateDir/.cache.
 	CacheDir string
@@ -67,10 +65,6 @@ type Config struct {
 	// Agents that report no models (Copilot with a provider key) list it
 	// as their catalog.
 	DefaultModel string
-	// Sandbox confines every process; nil runs them unconfined.
-	Sandbox *engine.Sandboxing
-	// Wrap prefixes the command line (a namespace launcher in tests).
-	Wrap []string
 	// Env is added to the agent's environment (KEY=value).
 	Env []string
 	// MaxRetries is how often an agent that can be told so retries a
@@ -80,25 +74,8 @@ type Config struct {
 	// calls (seen in its retry output) before it gives up with the status;
 	// 0 means engine.DefaultRetryBudget.
 	RetryBudget time.Duration
-	// IdleTimeout retires a warm process unused this long: 0 means
-	// DefaultIdleTimeout; a negative value turns warm processes off.
-	IdleTimeout time.Duration
-	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means engine.DefaultKillGrace.
-	KillGrace time.Duration
-	// InterruptGrace is how long an interrupted turn waits for the agent's
-	// cancelled response before the process is stopped.
-	InterruptGrace time.Duration
-	// CancelGrace is how long a cancelled turn's agent gets, after
-	// session/cancel, before its process group is stopped.
-	CancelGrace time.Duration
 	// StartTimeout bounds an agent's start-up (initialize).
 	StartTimeout time.Duration
-	// Logger gets the adapter's diagnostics; nil discards them.
-	Logger *slog.Logger
-	// Tap, when set, sees every line written to (sent) or read from an
-	// agent, for recording transcripts. It must not block.
-	Tap func(sent bool, line []byte)
 }
 
 // Engine is the adapter instance of one agent for one (tenant, account).
@@ -128,7 +105,7 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	cfg.Defaults()
 	if cfg.RetryBudget <= 0 {
 		cfg.RetryBudget = engine.DefaultRetryBudget
 	}

@@ -252,8 +252,7 @@ func TestCatalogMarksUnavailable(t *testing.T) {
 		}
 	}
 
-	e := acp.New(acp.Config{Profile: &acp.OpenCode, Bin: "/nonexistent/opencode", StateDir: t.TempDir(),
-		Credentials: acp.EnvCredentials{Profile: &acp.OpenCode, BaseURL: endpoint.BaseURL}}, engine.Key{Engine: events.EngineOpenCode})
+	e := acp.New(acp.Config{Process: engine.Process{Bin: "/nonexistent/opencode", StateDir: t.TempDir()}, Profile: &acp.OpenCode, Credentials: acp.EnvCredentials{Profile: &acp.OpenCode, BaseURL: endpoint.BaseURL}}, engine.Key{Engine: events.EngineOpenCode})
 	err := e.Run(context.Background(), engine.Request{RunID: "r", SessionID: "s", Workspace: t.TempDir(), Model: "opencode/big-pickle",
 		Prompt: []events.Block{events.TextBlock{Text: "hi"}}}, func(events.Output) error { return nil })
 	if engine.KindOf(err) != events.KindModelUnavailable || !strings.Contains(err.Error(), "OpenCode Zen") {

@@ -20,8 +20,7 @@ import (
 func fakeEngine(t *testing.T) *acp.Engine {
 	t.Helper()
 	p := acp.Custom(acp.CustomConfig{Command: os.Args[0], Env: map[string]string{fakeAgentEnv: "1"}})
-	e := acp.New(acp.Config{Profile: p, Bin: os.Args[0], StateDir: t.TempDir(), Credentials: acp.EnvCredentials{Profile: p},
-		KillGrace: time.Second, InterruptGrace: 5 * time.Second, Logger: testLogger(t)}, engine.Key{Engine: events.EngineACP, Tenant: "t"})
+	e := acp.New(acp.Config{Process: engine.Process{Bin: os.Args[0], StateDir: t.TempDir(), KillGrace: time.Second, InterruptGrace: 5 * time.Second, Logger: testLogger(t)}, Profile: p, Credentials: acp.EnvCredentials{Profile: p}}, engine.Key{Engine: events.EngineACP, Tenant: "t"})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

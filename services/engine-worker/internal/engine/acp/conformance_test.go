@@ -39,9 +39,7 @@ var agents = []struct {
 // state; the cache (Copilot's 235 MB unpack) is shared by the whole run.
 func newEngine(p *acp.Profile, model, bin, cache string) func(t *testing.T, env enginetest.Env) engine.Engine {
 	return func(t *testing.T, env enginetest.Env) engine.Engine {
-		e := acp.New(acp.Config{Profile: p, DefaultModel: model, Bin: bin, StateDir: env.StateDir, CacheDir: cache, Wrap: env.Wrap,
-			Credentials: acp.EnvCredentials{Profile: p, BaseURL: env.BaseURL}, KillGrace: time.Second,
-			Logger: testLogger(t)}, engine.Key{Engine: p.Type, Tenant: "t1", Account: "a1"})
+		e := acp.New(acp.Config{Process: engine.Process{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap, KillGrace: time.Second, Logger: testLogger(t)}, Profile: p, DefaultModel: model, CacheDir: cache, Credentials: acp.EnvCredentials{Profile: p, BaseURL: env.BaseURL}}, engine.Key{Engine: p.Type, Tenant: "t1", Account: "a1"})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()

@@ -22,9 +22,7 @@ import (
 func TestGenerateEphemeral(t *testing.T) {
 	sb := enginetest.NewSandbox(t, time.Second)
 	state := t.TempDir()
-	e := acp.New(acp.Config{Profile: &acp.Copilot, DefaultModel: "fake-model", Bin: enginetest.InstalledBin(t, events.EngineCopilot),
-		StateDir: state, CacheDir: filepath.Join(enginetest.EnginesDir(), "..", "engine-cache"), Wrap: sb.Wrap,
-		Credentials: acp.EnvCredentials{Profile: &acp.Copilot, BaseURL: sb.BaseURL}, KillGrace: time.Second},
+	e := acp.New(acp.Config{Process: engine.Process{Bin: enginetest.InstalledBin(t, events.EngineCopilot), StateDir: state, Wrap: sb.Wrap, KillGrace: time.Second}, Profile: &acp.Copilot, DefaultModel: "fake-model", CacheDir: filepath.Join(enginetest.EnginesDir(), "..", "engine-cache"), Credentials: acp.EnvCredentials{Profile: &acp.Copilot, BaseURL: sb.BaseURL}},
 		engine.Key{Engine: events.EngineCopilot, Tenant: "t", Account: "a"})
 	t.Cleanup(func() { _ = e.Dispose(context.Background()) })
 	if _, native := any(e).(engine.StructuredGenerator); native {

@@ -63,9 +63,7 @@ func TestHostileQwen(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(ws, ".env"), []byte("SECRET_OF_"+name), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		e := acp.New(acp.Config{Profile: &acp.Qwen, DefaultModel: "fake-model", Bin: bin, StateDir: filepath.Join(root, "state"),
-			Credentials: acp.EnvCredentials{Profile: &acp.Qwen, BaseURL: baseURL}, KillGrace: time.Second, Sandbox: sb,
-			Env: []string{"CLOPEN_MARK=mark-of-" + name}},
+		e := acp.New(acp.Config{Process: engine.Process{Bin: bin, StateDir: filepath.Join(root, "state"), KillGrace: time.Second, Sandbox: sb}, Profile: &acp.Qwen, DefaultModel: "fake-model", Credentials: acp.EnvCredentials{Profile: &acp.Qwen, BaseURL: baseURL}, Env: []string{"CLOPEN_MARK=mark-of-" + name}},
 			engine.Key{Engine: acp.Qwen.Type, Tenant: name, Account: "acct"})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)

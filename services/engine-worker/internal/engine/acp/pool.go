@@ -84,7 +84,7 @@ func (e *Engine) command(home string, cred Credential, model, workspace string, 
 		extra = append(extra, mcpEnv...)
 	}
 	env = append(append(env, extra...), e.cfg.Env...)
-	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin), e.p.Args...)
+	argv := e.cfg.Argv(e.p.Args...)
 	if e.p.ModelArgs != nil && model != "" {
 		argv = append(argv, e.p.ModelArgs(model)...)
 	}

@@ -33,8 +33,7 @@ func recordTranscripts(t *testing.T) {
 		t.Run(string(ag.profile.Type), func(t *testing.T) {
 			enginetest.Record(t, sb, enginetest.RecordSpec{
 				New: func(tap func(bool, []byte), state string) engine.Engine {
-					return acp.New(acp.Config{Profile: ag.profile, Bin: bin, StateDir: state, CacheDir: cache, Wrap: sb.Wrap, Tap: tap,
-						Credentials: acp.EnvCredentials{Profile: ag.profile, BaseURL: sb.BaseURL}, KillGrace: time.Second},
+					return acp.New(acp.Config{Process: engine.Process{Bin: bin, StateDir: state, Wrap: sb.Wrap, Tap: tap, KillGrace: time.Second}, Profile: ag.profile, CacheDir: cache, Credentials: acp.EnvCredentials{Profile: ag.profile, BaseURL: sb.BaseURL}},
 						engine.Key{Engine: ag.profile.Type})
 				},
 				Model:       ag.model,

@@ -24,8 +24,7 @@ func TestWarmTurns(t *testing.T) {
 	for _, ag := range agents {
 		t.Run(string(ag.profile.Type), func(t *testing.T) {
 			bin := enginetest.InstalledBin(t, ag.profile.Type)
-			e := acp.New(acp.Config{Profile: ag.profile, Bin: bin, StateDir: t.TempDir(), CacheDir: cache, Wrap: sb.Wrap,
-				Credentials: acp.EnvCredentials{Profile: ag.profile, BaseURL: sb.BaseURL}, KillGrace: time.Second},
+			e := acp.New(acp.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap, KillGrace: time.Second}, Profile: ag.profile, CacheDir: cache, Credentials: acp.EnvCredentials{Profile: ag.profile, BaseURL: sb.BaseURL}},
 				engine.Key{Engine: ag.profile.Type})
 			defer e.Dispose(context.Background())
 			ws, chat, resume := t.TempDir(), uuid.NewString(), ""

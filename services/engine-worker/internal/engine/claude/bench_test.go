@@ -50,8 +50,7 @@ func BenchmarkTurnVsBareCLI(b *testing.B) {
 		for _, prompt := range prompts {
 			// One instance per round, disposed after it: warm processes of
 			// earlier rounds would otherwise pile up.
-			e := claude.New(claude.Config{Bin: bin, StateDir: state, Wrap: sb.Wrap,
-				Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
+			e := claude.New(claude.Config{Process: engine.Process{Bin: bin, StateDir: state, Wrap: sb.Wrap}, Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
 			// settle lets the warm process a turn leaves behind start and go
 			// idle, so its start-up does not slow the next measurement.
 			settle := func() {

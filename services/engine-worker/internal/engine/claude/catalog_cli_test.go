@@ -108,8 +108,7 @@ func TestCatalogInStepWithCLI(t *testing.T) {
 func TestGenerateOnTheCLI(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EngineClaudeCode)
 	sb := enginetest.NewSandbox(t, time.Second)
-	e := claude.New(claude.Config{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap,
-		Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
+	e := claude.New(claude.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap}, Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
 	defer e.Dispose(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

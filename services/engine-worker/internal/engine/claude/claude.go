@@ -20,10 +20,8 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"sync"
-	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -34,42 +32,17 @@ const Provider = "anthropic"
 
 // Config configures the adapter.
 type Config struct {
-	// Bin is the claude executable of the pinned install.
-	Bin string
-	// StateDir holds each instance's HOME and CLAUDE_CONFIG_DIR:
-	// StateDir/<tenant>/<account>.
-	StateDir string
+	// Process: Bin is the claude executable; StateDir holds each
+	// instance's HOME and CLAUDE_CONFIG_DIR: StateDir/<tenant>/<account>.
+	engine.Process
 	// Credentials gives each process its credentials; required.
 	Credentials Credentials
-	// Wrap prefixes the command line, e.g. a namespace launcher in tests
-	// ("ip", "netns", "exec", NS, "unshare", "-p", "-f", "--mount-proc", "--").
-	Wrap []string
-	// Sandbox confines every process; nil runs them unconfined.
-	Sandbox *engine.Sandboxing
 	// Env is added to the CLI's environment (KEY=value), for settings the
 	// adapter does not set itself, such as ENABLE_TOOL_SEARCH.
 	Env []string
 	// MaxRetries is CLAUDE_CODE_MAX_RETRIES, the CLI's retries of a failed
 	// model call; 0 means none.
 	MaxRetries int
-	// IdleTimeout retires a warm process unused this long: 0 means
-	// engine.DefaultIdleTimeout; a negative value turns warm processes off.
-	IdleTimeout time.Duration
-	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means engine.DefaultKillGrace.
-	KillGrace time.Duration
-	// InterruptGrace is how long an interrupted turn waits for the CLI to end
-	// it before the process is stopped; 0 means engine.DefaultInterruptGrace.
-	InterruptGrace time.Duration
-	// CancelGrace is how long a cancelled turn's CLI gets, after the
-	// interrupt, to end the turn (saving its session) before its process
-	// group is stopped; 0 means engine.DefaultCancelGrace.
-	CancelGrace time.Duration
-	// Logger gets the adapter's diagnostics; nil discards them.
-	Logger *slog.Logger
-	// Tap, when set, sees every line written to (sent) or read from a
-	// process, for recording transcripts. It must not block.
-	Tap func(sent bool, line []byte)
 }
 
 // Engine is the Claude Code adapter for one (tenant, account). Run is safe
@@ -93,7 +66,7 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	cfg.Defaults()
 	e := &Engine{cfg: cfg, key: key, home: engine.StateDir(cfg.StateDir, key.Tenant, key.Account)}
 	e.CLI = engine.NewCLI(engine.CLIConfig[*proc]{Engine: events.EngineClaudeCode, Key: key, Logger: cfg.Logger,
 		IdleTimeout: cfg.IdleTimeout,
@@ -167,7 +140,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 // start starts a process (resuming and forking resume, if set) and sends
 // the initialize request.
 func (e *Engine) start(args, env []string, dir, resume, spec string, confine *engine.Confinement) (*proc, error) {
-	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin), args...)
+	argv := e.cfg.Argv(args...)
 	if resume != "" {
 		argv = append(argv, "--resume", resume, "--fork-session")
 	}

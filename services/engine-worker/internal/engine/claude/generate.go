@@ -33,7 +33,7 @@ func (e *Engine) Generate(ctx context.Context, req engine.GenerateRequest) (json
 	if err := os.MkdirAll(e.home, 0o700); err != nil {
 		return nil, fmt.Errorf("claude state dir: %w", err)
 	}
-	argv := append(append(slices.Clone(e.cfg.Wrap), e.cfg.Bin), generateArgs(cmp.Or(req.Model, DefaultModel), req.Schema)...)
+	argv := e.cfg.Argv(generateArgs(cmp.Or(req.Model, DefaultModel), req.Schema)...)
 	env := append(environ(e.home, cred, e.cfg.MaxRetries), e.cfg.Env...)
 	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, e.home)
 	if err != nil {

@@ -94,14 +94,12 @@ func (w *hostileWorker) tenant(t *testing.T, name string) *tenant {
 	tn := &tenant{name: name, workspace: filepath.Join(w.root, "ws", name), state: state}
 	must(t, os.MkdirAll(tn.workspace, 0o755))
 	must(t, os.WriteFile(filepath.Join(tn.workspace, ".env"), []byte("SECRET_OF_"+name), 0o644))
-	tn.eng = claude.New(claude.Config{Bin: enginetest.InstalledBin(t, events.EngineClaudeCode), StateDir: state,
-		Credentials: claude.EnvCredentials{BaseURL: w.baseURL, Getenv: func(k string) string {
-			if k == "ANTHROPIC_API_KEY" {
-				return "sk-key-of-" + name
-			}
-			return ""
-		}},
-		KillGrace: time.Second, Sandbox: w.sandbox, Env: []string{"ENABLE_TOOL_SEARCH=false"}},
+	tn.eng = claude.New(claude.Config{Process: engine.Process{Bin: enginetest.InstalledBin(t, events.EngineClaudeCode), StateDir: state, KillGrace: time.Second, Sandbox: w.sandbox}, Credentials: claude.EnvCredentials{BaseURL: w.baseURL, Getenv: func(k string) string {
+		if k == "ANTHROPIC_API_KEY" {
+			return "sk-key-of-" + name
+		}
+		return ""
+	}}, Env: []string{"ENABLE_TOOL_SEARCH=false"}},
 		engine.Key{Engine: events.EngineClaudeCode, Tenant: name, Account: "acct"})
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

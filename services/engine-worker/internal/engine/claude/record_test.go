@@ -23,8 +23,7 @@ func recordTranscripts(t *testing.T) {
 	sb := enginetest.NewSandbox(t, 30*time.Second)
 	enginetest.Record(t, sb, enginetest.RecordSpec{
 		New: func(tap func(bool, []byte), state string) engine.Engine {
-			return claude.New(claude.Config{Bin: bin, StateDir: state, Wrap: sb.Wrap, Tap: tap, IdleTimeout: -1,
-				Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
+			return claude.New(claude.Config{Process: engine.Process{Bin: bin, StateDir: state, Wrap: sb.Wrap, Tap: tap, IdleTimeout: -1}, Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
 		},
 		Model:  claude.DefaultModel,
 		Settle: 200 * time.Millisecond, // the retired process's last lines

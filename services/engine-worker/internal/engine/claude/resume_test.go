@@ -20,8 +20,7 @@ import (
 func TestResumeUnknownSession(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EngineClaudeCode)
 	sb := enginetest.NewSandbox(t, 30*time.Second)
-	e := claude.New(claude.Config{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap,
-		Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
+	e := claude.New(claude.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap}, Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
 	defer e.Dispose(context.Background())
 	rec := enginetest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -21,8 +21,7 @@ import (
 func TestWarmProcesses(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EngineClaudeCode)
 	sb := enginetest.NewSandbox(t, 30*time.Second)
-	e := claude.New(claude.Config{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap, IdleTimeout: 3 * time.Second,
-		Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
+	e := claude.New(claude.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap, IdleTimeout: 3 * time.Second}, Credentials: claude.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode})
 	ws, chat := t.TempDir(), uuid.NewString()
 	turn := func(resume, model string) events.Result {
 		t.Helper()

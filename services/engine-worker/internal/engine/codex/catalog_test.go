@@ -207,8 +207,7 @@ func TestEffortOnTheWire(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	e := codex.New(codex.Config{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap, Tap: tap,
-		Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
+	e := codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap, Tap: tap}, Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
 	defer e.Dispose(context.Background())
 	tests := []struct{ model, give, want string }{
 		{"gpt-5.5", "xhigh", "xhigh"},
@@ -254,8 +253,7 @@ func TestEffortOnTheWire(t *testing.T) {
 // marked one fails at once; on OpenAI's endpoint every model is offered.
 func TestModelsUnavailableOnAnotherEndpoint(t *testing.T) {
 	ctx := context.Background()
-	e := codex.New(codex.Config{Bin: "/nonexistent/codex", StateDir: t.TempDir(),
-		Credentials: codex.EnvCredentials{BaseURL: "http://127.0.0.1:1/v1"}}, engine.Key{Engine: events.EngineCodex})
+	e := codex.New(codex.Config{Process: engine.Process{Bin: "/nonexistent/codex", StateDir: t.TempDir()}, Credentials: codex.EnvCredentials{BaseURL: "http://127.0.0.1:1/v1"}}, engine.Key{Engine: events.EngineCodex})
 	models, err := e.Models(ctx, engine.CatalogRequest{Tenant: "t1"})
 	if err != nil || len(models) != len(codex.Models) || models[0].ID != "gpt-5.5" || models[0].Unavailable != "" {
 		t.Fatalf("Models = %v, %v; want the whole catalog, gpt-5.5 first and available", models, err)

@@ -40,8 +40,7 @@ func runTurn(t *testing.T, e engine.Engine, chat, ws, prompt, resume string) (ev
 func TestWarmAppServer(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EngineCodex)
 	sb := enginetest.NewSandbox(t, 30*time.Second)
-	e := codex.New(codex.Config{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap,
-		Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
+	e := codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap}, Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
 	defer e.Dispose(context.Background())
 	ws, chat := t.TempDir(), uuid.NewString()
 	r1, cold, err := runTurn(t, e, chat, ws, "Say hello.", "")
@@ -72,8 +71,7 @@ func TestWarmAppServer(t *testing.T) {
 func TestResumeUnknownThread(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EngineCodex)
 	sb := enginetest.NewSandbox(t, 30*time.Second)
-	e := codex.New(codex.Config{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap,
-		Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
+	e := codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap}, Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
 	defer e.Dispose(context.Background())
 	_, _, err := runTurn(t, e, uuid.NewString(), t.TempDir(), "hi", "01a22885-3a1f-7ec2-abc3-74f33a86ba17")
 	t.Log(err)

@@ -23,7 +23,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -34,35 +33,15 @@ import (
 
 // Config configures the adapter.
 type Config struct {
-	// Bin is the codex executable of the pinned install (the native binary).
-	Bin string
-	// StateDir holds each instance's HOME, CODEX_HOME and TMPDIR:
+	// Process: Bin is the codex executable (the native binary); StateDir
+	// holds each instance's HOME, CODEX_HOME and TMPDIR:
 	// StateDir/<tenant>/<account>. A request's ConfigDir, when set, is the
 	// CODEX_HOME instead.
-	StateDir string
+	engine.Process
 	// Credentials gives each app-server its credentials; required.
 	Credentials Credentials
-	// Wrap prefixes the command line, e.g. a namespace launcher in tests.
-	Wrap []string
 	// MaxRetries is the provider's request and stream retries; 0 means none.
 	MaxRetries int
-	// IdleTimeout retires an app-server its chat has not used this long: 0
-	// means engine.DefaultIdleTimeout; a negative value turns warm processes off.
-	IdleTimeout time.Duration
-	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means engine.DefaultKillGrace.
-	KillGrace time.Duration
-	// InterruptGrace is how long an interrupted turn waits for codex to end
-	// it before the process is stopped; 0 means engine.DefaultInterruptGrace.
-	InterruptGrace time.Duration
-	// CancelGrace is how long a cancelled turn's app-server gets, after the
-	// interrupt, before its group is stopped; 0 means engine.DefaultCancelGrace.
-	CancelGrace time.Duration
-	// Logger gets the adapter's diagnostics; nil discards them.
-	Logger *slog.Logger
-	// Tap, when set, sees every line written to (sent) or read from an
-	// app-server, for recording transcripts. It must not block.
-	Tap func(sent bool, line []byte)
 }
 
 // Engine is the Codex adapter for one (tenant, account). Run is safe for
@@ -85,7 +64,7 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	cfg.Defaults()
 	return &Engine{cfg: cfg, key: key, CLI: engine.NewCLI(engine.CLIConfig[*conn]{Engine: events.EngineCodex, Key: key,
 		Logger: cfg.Logger, IdleTimeout: cfg.IdleTimeout, Version: engine.VersionCommand{Bin: cfg.Bin}})}
 }
@@ -116,20 +95,27 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 	if err := h.prepare(cred, e.cfg.MaxRetries); err != nil {
 		return err
 	}
-	spec := strings.Join([]string{cred.fingerprint(), h.codexHome, req.Workspace}, "\x00")
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, h.state()...)
+	if err != nil {
+		return err
+	}
+	// A warm app-server fits only a turn it would have been confined for
+	// the same way: never another tenant's, workspace's or state's.
+	spec := strings.Join([]string{cred.fingerprint(), h.codexHome, req.Workspace, confine.Fingerprint()}, "\x00")
 	warm := e.cfg.IdleTimeout > 0 && !req.Ephemeral
 	var c *conn
 	if warm {
 		// Threads live in CODEX_HOME, not in the process, so the turn (which
 		// forks the thread it resumes) runs on the chat's warm app-server as
 		// well as on a fresh one, when it was started the same way
-		// (credentials, CODEX_HOME, workspace); it only skips the start.
+		// (credentials, CODEX_HOME, workspace, confinement); it only skips
+		// the start.
 		if idle, ok := e.Procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
 			c = idle
 		}
 	}
 	if c == nil {
-		if c, err = e.start(ctx, h, cred, req.Workspace, spec); err != nil {
+		if c, err = e.start(ctx, h, cred, req.Workspace, spec, confine); err != nil {
 			return err
 		}
 	}
@@ -138,16 +124,17 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 		return engine.ShuttingDown("codex")
 	}
 	t := &turn{c: c, req: req, emit: emit, log: e.Log.With("run_id", req.RunID), model: model,
-		effort: ClampEffort(model, req.Effort), schema: schema, unknown: &e.unknown, cfg: &e.cfg}
+		effort: ClampEffort(model, req.Effort), schema: schema, unknown: &e.unknown, cfg: &e.cfg, confined: confine != nil}
 	reusable, err := t.run(ctx)
 	e.Procs.Release(c, req.SessionID, reusable && warm)
 	return err
 }
 
-// start starts an app-server in dir and initializes the session.
-func (e *Engine) start(ctx context.Context, h home, cred Credential, dir, spec string) (*conn, error) {
-	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin), "app-server")
-	c, err := startConn(argv, h.environ(cred), dir, e.cfg.KillGrace, e.cfg.Tap)
+// start starts an app-server in dir, confined by confine, and initializes
+// the session.
+func (e *Engine) start(ctx context.Context, h home, cred Credential, dir, spec string, confine *engine.Confinement) (*conn, error) {
+	argv := e.cfg.Argv("app-server")
+	c, err := startConn(argv, h.environ(cred), dir, e.cfg.KillGrace, e.cfg.Tap, confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start codex app-server: " + err.Error(), Err: err}
 	}

@@ -19,8 +19,7 @@ const testModel = "gpt-5.5"
 // sandbox against fakellm, with no retries (a forced 500 fails at once).
 func newEngine(bin string) func(t *testing.T, env enginetest.Env) engine.Engine {
 	return func(t *testing.T, env enginetest.Env) engine.Engine {
-		e := codex.New(codex.Config{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap,
-			Credentials: codex.EnvCredentials{BaseURL: env.BaseURL}, KillGrace: time.Second},
+		e := codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap, Sandbox: env.Sandbox, KillGrace: time.Second}, Credentials: codex.EnvCredentials{BaseURL: env.BaseURL}},
 			engine.Key{Engine: events.EngineCodex, Tenant: "t1", Account: "a1"})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -40,7 +39,7 @@ func newEngine(bin string) func(t *testing.T, env enginetest.Env) engine.Engine 
 // 502 or 503 keeps it); the kind is still provider.
 func TestConformance(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EngineCodex)
-	enginetest.Run(t, enginetest.Harness{Type: events.EngineCodex, New: newEngine(bin), Model: testModel},
+	enginetest.Run(t, enginetest.Harness{Type: events.EngineCodex, New: newEngine(bin), Model: testModel, Confined: true},
 		enginetest.Features{Thinking: true, Permissions: true, AskUser: true, Interrupt: true, Resume: true, Fork: true,
 			Cost: false, MCP: true, DenyUpFront: true, OpaqueServerErrors: true, Catalog: true, Structured: true})
 }

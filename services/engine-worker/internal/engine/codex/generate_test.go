@@ -24,8 +24,7 @@ func TestGenerateOnTheCLI(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EngineCodex)
 	sb := enginetest.NewSandbox(t, time.Second)
 	state := t.TempDir()
-	e := codex.New(codex.Config{Bin: bin, StateDir: state, Wrap: sb.Wrap,
-		Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
+	e := codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: state, Wrap: sb.Wrap}, Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
 	defer e.Dispose(context.Background())
 	schema := json.RawMessage(`{"type":"object","required":["name","kind"],"additionalProperties":false,` +
 		`"properties":{"name":{"type":"string"},"kind":{"enum":["fix","feat"]}}}`)

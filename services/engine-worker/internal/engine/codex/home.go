@@ -38,6 +38,15 @@ func newHome(root, tenant, account, configDir string) home {
 	return h
 }
 
+// state are the dirs a confined app-server may write: HOME (TMPDIR and,
+// unless a ConfigDir replaces it, CODEX_HOME are inside) and CODEX_HOME.
+func (h home) state() []string {
+	if strings.HasPrefix(h.codexHome, h.dir+string(filepath.Separator)) {
+		return []string{h.dir}
+	}
+	return []string{h.dir, h.codexHome}
+}
+
 // prepare creates the dirs and writes config.toml.
 func (h home) prepare(cred Credential, maxRetries int) error {
 	for _, d := range []string{h.dir, h.codexHome, h.tmp} {

@@ -24,8 +24,7 @@ func recordTranscripts(t *testing.T) {
 	sb := enginetest.NewSandbox(t, 30*time.Second)
 	enginetest.Record(t, sb, enginetest.RecordSpec{
 		New: func(tap func(bool, []byte), state string) engine.Engine {
-			return codex.New(codex.Config{Bin: bin, StateDir: state, Wrap: sb.Wrap, Tap: tap,
-				Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
+			return codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: state, Wrap: sb.Wrap, Tap: tap}, Credentials: codex.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EngineCodex})
 		},
 		Model:  testModel,
 		Prefix: "record-",

@@ -15,11 +15,16 @@ import (
 
 // Thread settings: every command that is not read-only asks (untrusted),
 // inside the workspace-write sandbox; a structured generation's sandbox is
-// read-only.
+// read-only. An app-server the worker confines runs its commands without
+// a sandbox of codex's own: codex's is bubblewrap in a user namespace,
+// which the worker's sandbox does not let a process create, and the
+// worker's sandbox already holds the commands to the workspace, the state
+// and the model endpoint. Approvals ask the same either way.
 const (
 	approvalPolicy  = "untrusted"
 	sandboxMode     = "workspace-write"
 	generateSandbox = "read-only"
+	confinedSandbox = "danger-full-access"
 )
 
 // setupTimeout bounds the requests that open a turn.
@@ -37,6 +42,8 @@ type turn struct {
 	effort  string
 	schema  json.RawMessage // the final answer's JSON schema (a generation), or nil
 	unknown *sync.Map
+	// confined: the worker's sandbox holds the app-server (confinedSandbox).
+	confined bool
 
 	conv    Converter
 	turnID  string
@@ -72,71 +79,36 @@ func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 		t.asks.Wait()
 	}()
 	t.answers = make(chan answer, 8)
-	done := ctx.Done()
-	var deadline <-chan time.Time
-	cancelled := false
-	for {
-		msgs, closed := t.c.queue.Drain()
-		if closed {
-			switch {
-			case cancelled:
-				return false, context.Cause(ctx)
-			case done == nil: // interrupted, and the app-server died instead of ending the turn
-				return false, t.emitAll(t.conv.Interrupted())
-			}
-			_ = t.emitAll(t.conv.Finish())
-			return false, exitError(t.c.Err(), t.c.Stderr())
-		}
-		for _, m := range msgs {
-			if cancelled { // nothing more goes out; wait for the turn's end
-				if m.Method == "turn/completed" {
-					t.c.Stop(context.Background())
-					return false, context.Cause(ctx)
-				}
-				continue
-			}
+	loop := engine.TurnLoop[Message, answer]{Child: t.c.Child, Queue: t.c.queue, Answers: t.answers, Log: t.log,
+		Stuck:          "codex: no turn/completed after interrupt; stopped the app-server",
+		InterruptGrace: t.cfg.InterruptGrace, CancelGrace: t.cfg.CancelGrace,
+		Handle: func(m Message) (bool, error) {
 			if err := t.message(askCtx, m); err != nil {
 				return false, err
 			}
 			if _, ended := t.conv.Ended(); ended {
 				return true, t.conv.Err()
 			}
-		}
-		if len(msgs) > 0 {
-			continue
-		}
-		select {
-		case <-t.c.queue.Notify():
-		case a := <-t.answers:
+			return false, nil
+		},
+		EndsCancelled: func(m Message) bool { return m.Method == "turn/completed" },
+		Answer: func(a answer, cancelled bool) error {
 			if err := t.c.respond(a.id, a.result); err != nil {
 				t.log.Warn("codex: answer server request", "err", err)
 			}
-			if a.after != nil && !cancelled {
-				a.after()
-				if err := t.emitAll(t.conv.Take()); err != nil {
-					return false, err
-				}
+			if a.after == nil || cancelled {
+				return nil
 			}
-		case <-done:
-			done = nil
-			t.interrupt()
-			if !errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
-				// Cancel: the interrupt lets codex close the turn in its
-				// rollout for a short grace; then the group is stopped.
-				cancelled = true
-				deadline = time.After(t.cfg.CancelGrace)
-				continue
-			}
-			deadline = time.After(t.cfg.InterruptGrace)
-		case <-deadline:
-			t.c.Stop(context.Background())
-			if cancelled {
-				return false, context.Cause(ctx)
-			}
-			t.log.Warn("codex: no turn/completed after interrupt; stopped the app-server")
-			return false, t.emitAll(t.conv.Interrupted())
-		}
-	}
+			a.after()
+			return t.emitAll(t.conv.Take())
+		},
+		Interrupt:   t.interrupt,
+		Interrupted: func() error { return t.emitAll(t.conv.Interrupted()) },
+		Died: func() error {
+			_ = t.emitAll(t.conv.Finish())
+			return exitError(t.c.Err(), t.c.Stderr())
+		}}
+	return loop.Run(ctx)
 }
 
 // open starts or forks the thread and starts the turn. The requests run to
@@ -157,6 +129,9 @@ func (t *turn) open(ctx context.Context) error {
 	if t.schema != nil {
 		params["sandbox"] = generateSandbox
 		withholdAll(cfg)
+	}
+	if t.confined {
+		params["sandbox"] = confinedSandbox
 	}
 	if len(cfg) > 0 {
 		params["config"] = cfg
@@ -236,14 +211,7 @@ func (t *turn) message(ctx context.Context, m Message) error {
 	return t.emitAll(t.conv.Convert(m))
 }
 
-func (t *turn) emitAll(outs []events.Output) error {
-	for _, o := range outs {
-		if err := t.emit(o); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (t *turn) emitAll(outs []events.Output) error { return t.emit.All(outs) }
 
 // mcpNames are the names of the request's MCP servers.
 func mcpNames(servers []engine.MCPServer) []string {

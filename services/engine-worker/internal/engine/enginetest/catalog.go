@@ -19,7 +19,7 @@ import (
 // empty list rather than an error. (That a catalog that fails to load reaches
 // the picker as an empty list is the worker's rule, tested there.)
 func (s *suite) catalog(t *testing.T) {
-	eng := s.h.New(t, Env{BaseURL: s.sb.BaseURL, Wrap: s.sb.Wrap, StateDir: t.TempDir()})
+	eng := s.h.New(t, s.env(t))
 	cat, ok := eng.(engine.Cataloger)
 	if !ok {
 		t.Fatalf("%T is not an engine.Cataloger", eng)

@@ -41,6 +41,10 @@ type Harness struct {
 	New func(t *testing.T, env Env) engine.Engine
 	// Model is the model turns ask for.
 	Model string
+	// Confined runs every scenario's CLI in the worker's agent sandbox
+	// (Env.Sandbox, bubblewrap) instead of through Env.Wrap, as the worker
+	// runs it.
+	Confined bool
 	// TurnTimeout bounds each turn; 0 means 60 s. An agent that retries a
 	// failed model call on its own schedule (Qwen Code: 7 attempts over
 	// about 75 s, not configurable) needs longer to report the failure.
@@ -52,6 +56,9 @@ type Env struct {
 	BaseURL  string   // fakellm, reachable only inside the sandbox
 	Wrap     []string // runs a command inside the sandbox
 	StateDir string   // fresh, empty: the agent's HOME lives below it
+	// Sandbox, when set (Harness.Confined), confines every process of the
+	// adapter; Wrap is then empty.
+	Sandbox *engine.Sandboxing
 }
 
 // Features says what an engine's protocol can do; a scenario whose feature
@@ -97,6 +104,9 @@ type Features struct {
 func Run(t *testing.T, h Harness, f Features) {
 	sb := NewSandbox(t, time.Minute)
 	s := &suite{h: h, f: f, sb: sb}
+	if h.Confined {
+		s.confine = sb.Confine(t)
+	}
 	scenarios := []struct {
 		name string
 		on   bool
@@ -132,9 +142,19 @@ func Run(t *testing.T, h Harness, f Features) {
 }
 
 type suite struct {
-	h  Harness
-	f  Features
-	sb *Sandbox
+	h       Harness
+	f       Features
+	sb      *Sandbox
+	confine *engine.Sandboxing // the agents' sandbox when the harness is Confined
+}
+
+// env is what a scenario's adapter gets: the sandbox's Wrap, or its
+// confinement when the harness is Confined.
+func (s *suite) env(t *testing.T) Env {
+	if s.confine != nil {
+		return Env{BaseURL: s.sb.BaseURL, StateDir: t.TempDir(), Sandbox: s.confine}
+	}
+	return Env{BaseURL: s.sb.BaseURL, Wrap: s.sb.Wrap, StateDir: t.TempDir()}
 }
 
 // chat is one scenario's adapter, workspace and chat session.
@@ -149,7 +169,7 @@ type chat struct {
 
 func (s *suite) newChat(t *testing.T) *chat {
 	t.Helper()
-	eng := s.h.New(t, Env{BaseURL: s.sb.BaseURL, Wrap: s.sb.Wrap, StateDir: t.TempDir()})
+	eng := s.h.New(t, s.env(t))
 	return &chat{s: s, eng: eng, workspace: t.TempDir(), session: uuid.NewString()}
 }
 

@@ -34,26 +34,11 @@ const fakellmEnv = "CLOPEN_ENGINETEST_FAKELLM"
 // readers, waiters and warm-process timers all have owners that end them).
 func Main(m *testing.M) {
 	sandbox.Main() // the sandbox's init, when a confined agent is started
-	if addr := os.Getenv(mcpEchoEnv); addr != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := serveMCPEcho(ctx, addr, os.Stdout)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "mcpecho:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	if flags := os.Getenv(fakellmEnv); flags != "" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := fakellm.Main(ctx, strings.Fields(flags), os.Stdout, os.Stderr)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "fakellm:", err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	serveIf(mcpEchoEnv, "mcpecho", func(ctx context.Context, v string) error { return serveMCPEcho(ctx, v, os.Stdout) })
+	serveIf(bridgeEnv, "bridge", func(ctx context.Context, v string) error { return serveBridge(ctx, v, os.Stdout) })
+	serveIf(fakellmEnv, "fakellm", func(ctx context.Context, v string) error {
+		return fakellm.Main(ctx, strings.Fields(v), os.Stdout, os.Stderr)
+	})
 	code := m.Run()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {
@@ -62,6 +47,23 @@ func Main(m *testing.M) {
 		}
 	}
 	os.Exit(code)
+}
+
+// serveIf, when env is set, runs serve with its value until SIGTERM and
+// exits: the test binary re-executed as one of the sandbox's helpers.
+func serveIf(env, name string, serve func(ctx context.Context, value string) error) {
+	v := os.Getenv(env)
+	if v == "" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := serve(ctx, v)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // Sandbox is a loopback-only network namespace with fakellm listening in
@@ -77,6 +79,8 @@ type Sandbox struct {
 	Wrap []string
 	// RequestLog is fakellm's request log (one fakellm.Request per line).
 	RequestLog string
+
+	confined *confined // set by Confine
 }
 
 // NeedRoot skips the test when it cannot create namespaces, or fails it
@@ -132,7 +136,9 @@ func NewSandbox(t testing.TB, slow time.Duration) *Sandbox {
 // tool: echo{text} answers "echo:<text>") and returns its URL.
 func (sb *Sandbox) MCPEcho(t testing.TB) string {
 	t.Helper()
-	return sb.helper(t, mcpEchoEnv+"=127.0.0.1:0", "mcpecho listening on ")
+	url := sb.helper(t, mcpEchoEnv+"=127.0.0.1:0", "mcpecho listening on ")
+	sb.bridge(t, url)
+	return url
 }
 
 // helper re-executes the test binary inside the namespace with env set,

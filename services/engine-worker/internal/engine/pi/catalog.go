@@ -52,8 +52,13 @@ func (e *Engine) readModels(ctx context.Context, configDir string) ([]ModelInfo,
 	if err := h.writeModels(cred, DefaultModel); err != nil {
 		return nil, err
 	}
-	argv := append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin, "--mode", "rpc", "--no-session")
-	c, err := startConn(argv, h.environ(cred), h.dir, e.cfg.KillGrace, e.cfg.Tap)
+	// It runs in the instance's HOME, confined like every other pi.
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, h.dir, cred.BaseURL, h.state()...)
+	if err != nil {
+		return nil, err
+	}
+	argv := e.cfg.Argv("--mode", "rpc", "--no-session")
+	c, err := startConn(argv, h.environ(cred), h.dir, e.cfg.KillGrace, e.cfg.Tap, confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start pi: " + err.Error(), Err: err}
 	}

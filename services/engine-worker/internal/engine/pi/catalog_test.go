@@ -48,10 +48,9 @@ func TestCatalogOnTheCLI(t *testing.T) {
 		t.Errorf("Models(openai) = %v, %v; want an empty list", none, err)
 	}
 
-	chat := pi.New(pi.Config{Bin: enginetest.InstalledBin(t, events.EnginePi), StateDir: t.TempDir(), Wrap: sb.Wrap,
-		Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL, Getenv: func(k string) string {
-			return map[string]string{"CLOPEN_PI_API": pi.APIOpenAICompletions}[k]
-		}}}, engine.Key{Engine: events.EnginePi})
+	chat := pi.New(pi.Config{Process: engine.Process{Bin: enginetest.InstalledBin(t, events.EnginePi), StateDir: t.TempDir(), Wrap: sb.Wrap}, Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL, Getenv: func(k string) string {
+		return map[string]string{"CLOPEN_PI_API": pi.APIOpenAICompletions}[k]
+	}}}, engine.Key{Engine: events.EnginePi})
 	t.Cleanup(func() { _ = chat.Dispose(context.Background()) })
 	got, _, err = models(chat, t.TempDir(), "", 30*time.Second)
 	if err != nil || len(got) != 1 || got[0].ID != pi.DefaultModel || got[0].Provider != "clopen" || got[0].Cost != nil {
@@ -66,8 +65,7 @@ func TestCatalogFailures(t *testing.T) {
 	sb := enginetest.NewSandbox(t, time.Second)
 	bin := enginetest.InstalledBin(t, events.EnginePi)
 	newEngine := func(bin string, wrap []string) *pi.Engine {
-		e := pi.New(pi.Config{Bin: bin, StateDir: t.TempDir(), Wrap: wrap, Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL},
-			KillGrace: time.Second}, engine.Key{Engine: events.EnginePi})
+		e := pi.New(pi.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: wrap, KillGrace: time.Second}, Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EnginePi})
 		t.Cleanup(func() { _ = e.Dispose(context.Background()) })
 		return e
 	}

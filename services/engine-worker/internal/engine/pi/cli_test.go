@@ -20,7 +20,7 @@ import (
 func newTestEngine(t *testing.T, sb *enginetest.Sandbox) *pi.Engine {
 	t.Helper()
 	bin := enginetest.InstalledBin(t, events.EnginePi)
-	e := pi.New(pi.Config{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap, Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL}},
+	e := pi.New(pi.Config{Process: engine.Process{Bin: bin, StateDir: t.TempDir(), Wrap: sb.Wrap}, Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL}},
 		engine.Key{Engine: events.EnginePi})
 	t.Cleanup(func() { _ = e.Dispose(context.Background()) })
 	return e

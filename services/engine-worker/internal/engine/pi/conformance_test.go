@@ -20,8 +20,7 @@ const testModel = "claude-sonnet-4-5"
 // retries (a forced 500 fails at once).
 func newEngine(bin string) func(t *testing.T, env enginetest.Env) engine.Engine {
 	return func(t *testing.T, env enginetest.Env) engine.Engine {
-		e := pi.New(pi.Config{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap,
-			Credentials: pi.EnvCredentials{BaseURL: env.BaseURL}, KillGrace: time.Second},
+		e := pi.New(pi.Config{Process: engine.Process{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap, Sandbox: env.Sandbox, KillGrace: time.Second}, Credentials: pi.EnvCredentials{BaseURL: env.BaseURL}},
 			engine.Key{Engine: events.EnginePi, Tenant: "t1", Account: "a1"})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -38,7 +37,7 @@ func newEngine(bin string) func(t *testing.T, env enginetest.Env) engine.Engine 
 // no native path and goes through the generic fallback (a plain turn).
 func TestConformance(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EnginePi)
-	enginetest.Run(t, enginetest.Harness{Type: events.EnginePi, New: newEngine(bin), Model: testModel},
+	enginetest.Run(t, enginetest.Harness{Type: events.EnginePi, New: newEngine(bin), Model: testModel, Confined: true},
 		enginetest.Features{Thinking: true, Permissions: true, AskUser: true, Interrupt: true, Resume: true, Fork: true, SilentRetries: true,
 			Cost: true, MCP: true, DenyUpFront: true, Catalog: true, Structured: true})
 }

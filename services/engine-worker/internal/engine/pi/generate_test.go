@@ -23,8 +23,7 @@ import (
 func TestGenerateOnTheCLI(t *testing.T) {
 	sb := enginetest.NewSandbox(t, time.Second)
 	state := t.TempDir()
-	e := pi.New(pi.Config{Bin: enginetest.InstalledBin(t, events.EnginePi), StateDir: state, Wrap: sb.Wrap,
-		Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EnginePi})
+	e := pi.New(pi.Config{Process: engine.Process{Bin: enginetest.InstalledBin(t, events.EnginePi), StateDir: state, Wrap: sb.Wrap}, Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EnginePi})
 	t.Cleanup(func() { _ = e.Dispose(context.Background()) })
 	if _, native := any(e).(engine.StructuredGenerator); native {
 		t.Fatal("pi has no native structured output; the adapter must not claim one")

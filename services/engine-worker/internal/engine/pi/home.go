@@ -48,6 +48,16 @@ func (h home) sessions(project string) string {
 
 func (h home) extension() string { return filepath.Join(h.dir, "extension", "clopen.ts") }
 
+// state are the dirs a confined pi may write: HOME (sessions, the
+// extension and, unless a ConfigDir replaces it, the agent dir are inside)
+// and the agent dir.
+func (h home) state() []string {
+	if strings.HasPrefix(h.agentDir, h.dir+string(filepath.Separator)) {
+		return []string{h.dir}
+	}
+	return []string{h.dir, h.agentDir}
+}
+
 // prepare creates the dirs and writes models.json and the extension.
 func (h home) prepare(cred Credential, model, project string) error {
 	for _, d := range []string{h.dir, h.agentDir, h.sessions(project), filepath.Dir(h.extension())} {

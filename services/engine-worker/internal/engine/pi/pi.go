@@ -22,7 +22,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -34,36 +33,15 @@ import (
 
 // Config configures the adapter.
 type Config struct {
-	// Bin is the pi executable of the pinned install.
-	Bin string
-	// StateDir holds each instance's HOME, agent dir and sessions:
-	// StateDir/<tenant>/<account>. A request's ConfigDir, when set, is the
-	// agent dir instead.
-	StateDir string
+	// Process: Bin is the pi executable; StateDir holds each instance's
+	// HOME, agent dir and sessions: StateDir/<tenant>/<account>. A
+	// request's ConfigDir, when set, is the agent dir instead.
+	engine.Process
 	// Credentials gives each process its credentials; required.
 	Credentials Credentials
-	// Wrap prefixes the command line, e.g. a namespace launcher in tests.
-	Wrap []string
 	// Retry keeps pi's automatic retry of failed model calls (overloaded,
 	// rate limited, 5xx) on.
 	Retry bool
-	// IdleTimeout retires a process its chat has not used this long: 0
-	// means engine.DefaultIdleTimeout; a negative value turns warm processes off.
-	IdleTimeout time.Duration
-	// KillGrace is the time between SIGTERM and SIGKILL of a stopped
-	// process group; 0 means engine.DefaultKillGrace.
-	KillGrace time.Duration
-	// InterruptGrace is how long an interrupted turn waits for pi to end it
-	// before the process is stopped; 0 means engine.DefaultInterruptGrace.
-	InterruptGrace time.Duration
-	// CancelGrace is how long a cancelled turn's pi gets, after the abort,
-	// before its group is stopped; 0 means engine.DefaultCancelGrace.
-	CancelGrace time.Duration
-	// Logger gets the adapter's diagnostics; nil discards them.
-	Logger *slog.Logger
-	// Tap, when set, sees every line written to (sent) or read from a
-	// process, for recording transcripts. It must not block.
-	Tap func(sent bool, line []byte)
 }
 
 // Engine is the pi adapter for one (tenant, account). Run is safe for
@@ -86,7 +64,7 @@ var (
 
 // New returns the adapter instance of key.
 func New(cfg Config, key engine.Key) *Engine {
-	engine.SetDefaults(&cfg.IdleTimeout, &cfg.KillGrace, &cfg.InterruptGrace, &cfg.CancelGrace)
+	cfg.Defaults()
 	return &Engine{cfg: cfg, key: key, CLI: engine.NewCLI(engine.CLIConfig[*conn]{Engine: events.EnginePi, Key: key,
 		Logger: cfg.Logger, IdleTimeout: cfg.IdleTimeout,
 		// pi prints its version on stderr.
@@ -109,8 +87,14 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	if err := h.prepare(cred, model, req.ProjectID); err != nil {
 		return err
 	}
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, h.state()...)
+	if err != nil {
+		return err
+	}
+	// A warm pi fits only a turn it would have been confined for the same
+	// way: never another tenant's, workspace's or state's.
 	spec := strings.Join([]string{cred.fingerprint(), h.agentDir, req.ProjectID, req.Workspace,
-		mcpFingerprint(req.MCPServers), string(policyJSON(req))}, "\x00")
+		mcpFingerprint(req.MCPServers), string(policyJSON(req)), confine.Fingerprint()}, "\x00")
 	if cred.API == APIOpenAICompletions {
 		spec += "\x00" + model // models.json lists the model
 	}
@@ -120,14 +104,14 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		// Sessions live in files, not in the process: the turn clones the
 		// session it resumes (switching to it first when pi is on another),
 		// so the chat's warm pi, started the same way (credentials, agent
-		// dir, project, workspace, MCP servers, policy), only skips pi's
+		// dir, project, workspace, MCP servers, policy, confinement), only skips pi's
 		// start-up of about a second.
 		if idle, ok := e.Procs.Take(req.SessionID, func(c *conn) bool { return c.spec == spec }); ok {
 			c = idle
 		}
 	}
 	if c == nil {
-		if c, err = e.start(ctx, h, cred, model, req, spec); err != nil {
+		if c, err = e.start(ctx, h, cred, model, req, spec, confine); err != nil {
 			return err
 		}
 	}
@@ -143,13 +127,14 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 }
 
 // start starts pi in the workspace with Clopen's extension and the
-// project's sessions dir (no session at all for an ephemeral turn).
-func (e *Engine) start(ctx context.Context, h home, cred Credential, model string, req engine.Request, spec string) (*conn, error) {
+// project's sessions dir (no session at all for an ephemeral turn),
+// confined by confine.
+func (e *Engine) start(ctx context.Context, h home, cred Credential, model string, req engine.Request, spec string, confine *engine.Confinement) (*conn, error) {
 	sessions := []string{"--session-dir", h.sessions(req.ProjectID)}
 	if req.Ephemeral {
 		sessions = []string{"--no-session"}
 	}
-	argv := append(append(append([]string{}, e.cfg.Wrap...), e.cfg.Bin, "--mode", "rpc"), sessions...)
+	argv := e.cfg.Argv(append([]string{"--mode", "rpc"}, sessions...)...)
 	argv = append(argv, "-e", h.extension(), "--provider", cred.provider(), "--model", model)
 	env := append(h.environ(cred), "CLOPEN_PI_POLICY="+string(policyJSON(req)))
 	list, status, err := h.mcpFiles(req.MCPServers)
@@ -160,7 +145,7 @@ func (e *Engine) start(ctx context.Context, h home, cred Credential, model strin
 		env = append(env, "CLOPEN_PI_MCP="+list, "CLOPEN_PI_MCP_STATUS="+status)
 		defer os.Remove(status)
 	}
-	c, err := startConn(argv, env, req.Workspace, e.cfg.KillGrace, e.cfg.Tap)
+	c, err := startConn(argv, env, req.Workspace, e.cfg.KillGrace, e.cfg.Tap, confine)
 	if err != nil {
 		return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: "start pi: " + err.Error(), Err: err}
 	}

@@ -33,12 +33,12 @@ type conn struct {
 	mcp     []events.MCPServer // how the extension fared with the MCP servers
 }
 
-// startConn starts argv in dir with env. grace is how long the group gets
-// between SIGTERM and SIGKILL.
-func startConn(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte)) (*conn, error) {
+// startConn starts argv in dir with env, confined by confine (nil: not at
+// all). grace is how long the group gets between SIGTERM and SIGKILL.
+func startConn(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte), confine *engine.Confinement) (*conn, error) {
 	c := &conn{queue: engine.NewQueue[Event](), started: time.Now(), fresh: true}
 	child, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
-		Line: c.route, Closed: c.queue.Close})
+		Line: c.route, Closed: c.queue.Close, Confine: confine})
 	if err != nil {
 		return nil, err
 	}

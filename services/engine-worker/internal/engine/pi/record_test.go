@@ -27,8 +27,7 @@ func recordTranscripts(t *testing.T) {
 	sb := enginetest.NewSandbox(t, 30*time.Second)
 	enginetest.Record(t, sb, enginetest.RecordSpec{
 		New: func(tap func(bool, []byte), state string) engine.Engine {
-			return pi.New(pi.Config{Bin: bin, StateDir: state, Wrap: sb.Wrap, Tap: tap,
-				Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EnginePi})
+			return pi.New(pi.Config{Process: engine.Process{Bin: bin, StateDir: state, Wrap: sb.Wrap, Tap: tap}, Credentials: pi.EnvCredentials{BaseURL: sb.BaseURL}}, engine.Key{Engine: events.EnginePi})
 		},
 		Model:   testModel,
 		Request: func(r *engine.Request) { r.ProjectID = "p" },

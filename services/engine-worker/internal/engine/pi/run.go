@@ -57,63 +57,37 @@ func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 		t.asks.Wait()
 	}()
 	t.answers = make(chan answer, 8)
-	done := ctx.Done()
-	var deadline <-chan time.Time
-	cancelled := false
-	for {
-		evs, closed := t.c.queue.Drain()
-		if closed {
-			switch {
-			case cancelled:
-				return false, context.Cause(ctx)
-			case done == nil: // interrupted, and pi died instead of ending the turn
-				return false, t.emitAll(t.conv.Interrupted())
-			}
-			_ = t.emitAll(t.conv.Finish())
-			return false, exitError(t.c.Err(), t.c.Stderr())
-		}
-		for _, ev := range evs {
-			if cancelled {
-				continue // nothing more goes out; the deadline stops the process
-			}
+	// A cancel aborts; the group is then stopped after a short grace in
+	// which pi can save what it has.
+	loop := engine.TurnLoop[Event, answer]{Child: t.c.Child, Queue: t.c.queue, Answers: t.answers, Log: t.log,
+		Stuck:          "pi: no agent_end after abort; stopped the process",
+		InterruptGrace: t.cfg.InterruptGrace, CancelGrace: t.cfg.CancelGrace,
+		Handle: func(ev Event) (bool, error) {
 			if err := t.event(askCtx, ev); err != nil {
 				return false, err
 			}
 			if t.conv.Ended() {
 				return true, t.conv.Err()
 			}
-		}
-		if len(evs) > 0 {
-			continue
-		}
-		select {
-		case <-t.c.queue.Notify():
-		case a := <-t.answers:
+			return false, nil
+		},
+		Answer: func(a answer, _ bool) error {
 			if err := t.c.uiRespond(a.id, a.fields); err != nil {
 				t.log.Warn("pi: answer dialog", "err", err)
 			}
-		case <-done:
-			done = nil
+			return nil
+		},
+		Interrupt: func() {
 			if err := t.c.Send(map[string]any{"type": "abort"}); err != nil {
 				t.log.Warn("pi: send abort", "err", err)
 			}
-			if !errors.Is(context.Cause(ctx), engine.ErrInterrupted) {
-				// Cancel: abort, then the group is stopped after a short
-				// grace in which pi can save what it has.
-				cancelled = true
-				deadline = time.After(t.cfg.CancelGrace)
-				continue
-			}
-			deadline = time.After(t.cfg.InterruptGrace)
-		case <-deadline:
-			t.c.Stop(context.Background())
-			if cancelled {
-				return false, context.Cause(ctx)
-			}
-			t.log.Warn("pi: no agent_end after abort; stopped the process")
-			return false, t.emitAll(t.conv.Interrupted())
-		}
-	}
+		},
+		Interrupted: func() error { return t.emitAll(t.conv.Interrupted()) },
+		Died: func() error {
+			_ = t.emitAll(t.conv.Finish())
+			return exitError(t.c.Err(), t.c.Stderr())
+		}}
+	return loop.Run(ctx)
 }
 
 // open puts pi on the turn's session, sets model and thinking level, and
@@ -222,11 +196,4 @@ func (t *turn) event(ctx context.Context, ev Event) error {
 	return t.emitAll(t.conv.Convert(ev))
 }
 
-func (t *turn) emitAll(outs []events.Output) error {
-	for _, o := range outs {
-		if err := t.emit(o); err != nil {
-			return err
-		}
-	}
-	return nil
-}
+func (t *turn) emitAll(outs []events.Output) error { return t.emit.All(outs) }
