@@ -72,9 +72,17 @@ func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 			_ = t.emitAll(t.conv.Finish())
 			return false, exitError(t.c.Err(), t.c.Stderr())
 		}
-		for _, ev := range evs {
+		for i := 0; i < len(evs); i++ {
+			ev := evs[i]
 			if cancelled {
 				continue // nothing more goes out; the deadline stops the process
+			}
+			if ev.Type == "agent_end" && t.cfg.Retry && t.conv.Failing() {
+				more, retrying := t.retryFollows(ctx)
+				evs = append(evs, more...)
+				if retrying {
+					continue // not the turn's end: pi tries the call again
+				}
 			}
 			if err := t.event(askCtx, ev); err != nil {
 				return false, err
@@ -114,6 +122,28 @@ func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 			return false, t.emitAll(t.conv.Interrupted())
 		}
 	}
+}
+
+// retryWait bounds the command that tells whether pi retries.
+const retryWait = 10 * time.Second
+
+// retryFollows tells, at the agent_end of a failed model call, whether pi
+// retries it: pi sends auto_retry_start right after that agent_end, in the
+// same step, so once a command sent now is answered the events before its
+// answer say. It returns those events.
+func (t *turn) retryFollows(ctx context.Context) (more []Event, retrying bool) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retryWait)
+	defer cancel()
+	if _, err := t.c.call(cctx, map[string]any{"type": "get_state"}); err != nil {
+		t.log.Warn("pi: ask whether it retries", "err", err)
+	}
+	more, _ = t.c.queue.Drain()
+	for _, ev := range more {
+		if ev.Type == "auto_retry_start" {
+			return more, true
+		}
+	}
+	return more, false
 }
 
 // open puts pi on the turn's session, sets model and thinking level, and
