@@ -15,7 +15,7 @@ import (
 // the provider's status before its error body) becomes a warning naming
 // the status and the attempt; one without a status keeps pi's words.
 func TestRetryNotice(t *testing.T) {
-	f, err := os.Open(filepath.Join("testdata", "auto-retry-start.jsonl"))
+	f, err := os.Open(filepath.Join("testdata", "auto-retry-start.events"))
 	if err != nil {
 		t.Fatal(err)
 	}
