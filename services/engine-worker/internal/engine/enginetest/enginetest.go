@@ -86,9 +86,9 @@ type Features struct {
 	// SilentRetries marks a limitation: the CLI retries a failed model
 	// call and says so nowhere the adapter can read with the status (not
 	// over its protocol, not in its logs): OpenCode and Cline on their own
-	// schedule with no limit to set, pi through its provider SDK (twice),
-	// so rate_limited and slow_provider_error, which want a bounded turn,
-	// notices while it retries and the status in the error, are not run.
+	// schedule with no limit to set, so rate_limited and
+	// slow_provider_error, which want a bounded turn, notices while it
+	// retries and the status in the error, are not run.
 	SilentRetries bool
 	// Catalog: the engine is an engine.Cataloger whose catalog holds
 	// Harness.Model.

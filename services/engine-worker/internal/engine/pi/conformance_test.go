@@ -16,11 +16,12 @@ import (
 const testModel = "claude-sonnet-4-5"
 
 // newEngine is the harness's constructor: the pinned pi, run inside the
-// sandbox against fakellm (Anthropic Messages), without pi's automatic
-// retries (a forced 500 fails at once).
+// sandbox against fakellm (Anthropic Messages), with pi's automatic
+// retries on as the worker runs it.
 func newEngine(bin string) func(t *testing.T, env enginetest.Env) engine.Engine {
 	return func(t *testing.T, env enginetest.Env) engine.Engine {
-		e := pi.New(pi.Config{Process: engine.Process{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap, Sandbox: env.Sandbox, KillGrace: time.Second}, Credentials: pi.EnvCredentials{BaseURL: env.BaseURL}},
+		e := pi.New(pi.Config{Process: engine.Process{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap, Sandbox: env.Sandbox, KillGrace: time.Second},
+			Credentials: pi.EnvCredentials{BaseURL: env.BaseURL}, Retry: true},
 			engine.Key{Engine: events.EnginePi, Tenant: "t1", Account: "a1"})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -38,6 +39,6 @@ func newEngine(bin string) func(t *testing.T, env enginetest.Env) engine.Engine 
 func TestConformance(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EnginePi)
 	enginetest.Run(t, enginetest.Harness{Type: events.EnginePi, New: newEngine(bin), Model: testModel, Confined: true},
-		enginetest.Features{Thinking: true, Permissions: true, AskUser: true, Interrupt: true, Resume: true, Fork: true, SilentRetries: true,
+		enginetest.Features{Thinking: true, Permissions: true, AskUser: true, Interrupt: true, Resume: true, Fork: true,
 			Cost: true, MCP: true, DenyUpFront: true, Catalog: true, Structured: true})
 }

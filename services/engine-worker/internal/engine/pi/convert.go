@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
 )
 
 // interruptedText is the error of an interrupted turn's result.
@@ -54,6 +55,10 @@ type openStream struct {
 // SetSession names the engine session (pi's session id) of the turn.
 func (c *Converter) SetSession(id string) { c.session = id }
 
+// Failing reports whether the turn's last model call failed, so pi may
+// retry it after agent_end.
+func (c *Converter) Failing() bool { return c.lastError != "" && !c.aborted }
+
 // Ended reports whether agent_end has been converted.
 func (c *Converter) Ended() bool { return c.ended }
 
@@ -84,7 +89,7 @@ func (c *Converter) Convert(ev Event) []events.Output {
 			c.add(events.CompactBoundary{MessageBase: c.base("compaction"), Trigger: trigger, PreTokens: r.TokensBefore})
 		}
 	case "auto_retry_start":
-		c.add(events.Notification{SessionID: c.session, Level: events.LevelWarning, Title: "pi is retrying", Message: ev.ErrorMessage})
+		c.add(retryNotice(c.session, ev))
 	case "auto_retry_end":
 		if ev.Success != nil && !*ev.Success && ev.FinalError != "" {
 			c.lastError = errorText(ev.FinalError)
@@ -291,4 +296,15 @@ func (c *Converter) base(id string) events.MessageBase {
 	}
 	return events.MessageBase{CreatedAt: now().UTC(), MessageID: id, SessionID: c.session,
 		Engine: events.MessageEngine{Type: events.EnginePi, Provider: c.Provider, Model: events.ModelRef{ID: c.Model}}}
+}
+
+// retryNotice is the warning of pi retrying a failed model call: with the
+// HTTP status pi puts before the provider's error ("429 {…}"), the
+// adapter's usual retry notice; else pi's own words.
+func retryNotice(session string, ev Event) events.Notification {
+	if m := statusPrefix.FindStringSubmatch(strings.TrimSpace(ev.ErrorMessage)); m != nil {
+		status, _ := strconv.Atoi(m[1])
+		return engine.RetryNotice(session, "pi", status, ev.Attempt)
+	}
+	return events.Notification{SessionID: session, Level: events.LevelWarning, Title: "pi is retrying", Message: ev.ErrorMessage}
 }

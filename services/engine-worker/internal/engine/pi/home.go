@@ -68,7 +68,41 @@ func (h home) prepare(cred Credential, model, project string) error {
 	if err := h.writeModels(cred, model); err != nil {
 		return err
 	}
+	if err := h.writeSettings(); err != nil {
+		return err
+	}
 	return engine.WriteIfChanged(h.extension(), extensionSource)
+}
+
+// writeSettings turns off the retries of pi's provider SDKs in the agent
+// dir's settings.json, keeping what else it holds: the Anthropic SDK would
+// retry a failed model call twice and say so nowhere, while pi's own
+// retries (set_auto_retry) come as auto_retry_start events with the status.
+func (h home) writeSettings() error {
+	path := filepath.Join(h.agentDir, "settings.json")
+	settings := map[string]any{}
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		if err := json.Unmarshal(b, &settings); err != nil {
+			return fmt.Errorf("pi settings %s: %w", path, err)
+		}
+	} else if err != nil && !os.IsNotExist(err) {
+		return fmt.Errorf("pi settings: %w", err)
+	}
+	retry, _ := settings["retry"].(map[string]any)
+	if retry == nil {
+		retry = map[string]any{}
+	}
+	provider, _ := retry["provider"].(map[string]any)
+	if provider == nil {
+		provider = map[string]any{}
+	}
+	provider["maxRetries"] = 0
+	retry["provider"], settings["retry"] = provider, retry
+	b, err := json.MarshalIndent(settings, "", "  ")
+	if err != nil {
+		return fmt.Errorf("pi settings: %w", err)
+	}
+	return engine.WriteIfChanged(path, append(b, '\n'))
 }
 
 // writeModels writes the agent dir's models.json (see modelsJSON).

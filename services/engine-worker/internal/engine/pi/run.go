@@ -59,18 +59,38 @@ func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 	t.answers = make(chan answer, 8)
 	// A cancel aborts; the group is then stopped after a short grace in
 	// which pi can save what it has.
+	one := func(ev Event) (bool, error) {
+		if err := t.event(askCtx, ev); err != nil {
+			return false, err
+		}
+		if t.conv.Ended() {
+			return true, t.conv.Err()
+		}
+		return false, nil
+	}
+	handle := func(ev Event) (bool, error) {
+		var more []Event
+		if ev.Type == "agent_end" && t.cfg.Retry && t.conv.Failing() {
+			var retrying bool
+			if more, retrying = t.retryFollows(ctx); !retrying {
+				if ended, err := one(ev); ended || err != nil {
+					return ended, err
+				}
+			} // else not the turn's end: pi tries the call again
+		} else if ended, err := one(ev); ended || err != nil {
+			return ended, err
+		}
+		for _, m := range more { // what came before get_state's answer, in order
+			if ended, err := one(m); ended || err != nil {
+				return ended, err
+			}
+		}
+		return false, nil
+	}
 	loop := engine.TurnLoop[Event, answer]{Child: t.c.Child, Queue: t.c.queue, Answers: t.answers, Log: t.log,
 		Stuck:          "pi: no agent_end after abort; stopped the process",
 		InterruptGrace: t.cfg.InterruptGrace, CancelGrace: t.cfg.CancelGrace,
-		Handle: func(ev Event) (bool, error) {
-			if err := t.event(askCtx, ev); err != nil {
-				return false, err
-			}
-			if t.conv.Ended() {
-				return true, t.conv.Err()
-			}
-			return false, nil
-		},
+		Handle: handle,
 		Answer: func(a answer, _ bool) error {
 			if err := t.c.uiRespond(a.id, a.fields); err != nil {
 				t.log.Warn("pi: answer dialog", "err", err)
@@ -88,6 +108,28 @@ func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 			return exitError(t.c.Err(), t.c.Stderr())
 		}}
 	return loop.Run(ctx)
+}
+
+// retryWait bounds the command that tells whether pi retries.
+const retryWait = 10 * time.Second
+
+// retryFollows tells, at the agent_end of a failed model call, whether pi
+// retries it: pi sends auto_retry_start right after that agent_end, in the
+// same step, so once a command sent now is answered the events before its
+// answer say. It returns those events.
+func (t *turn) retryFollows(ctx context.Context) (more []Event, retrying bool) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retryWait)
+	defer cancel()
+	if _, err := t.c.call(cctx, map[string]any{"type": "get_state"}); err != nil {
+		t.log.Warn("pi: ask whether it retries", "err", err)
+	}
+	more, _ = t.c.queue.Drain()
+	for _, ev := range more {
+		if ev.Type == "auto_retry_start" {
+			return more, true
+		}
+	}
+	return more, false
 }
 
 // open puts pi on the turn's session, sets model and thinking level, and

@@ -39,6 +39,7 @@ type Event struct {
 
 	Reason       string `json:"reason"`       // compaction_*: manual, threshold, overflow
 	FinalError   string `json:"finalError"`   // auto_retry_end
+	Attempt      int    `json:"attempt"`      // auto_retry_start, auto_retry_end
 	ErrorMessage string `json:"errorMessage"` // auto_retry_start, compaction_end
 	Aborted      bool   `json:"aborted"`
 }
