@@ -55,11 +55,25 @@ func RetryNotice(sessionID, agent string, status, attempt int) events.Notificati
 		Message: fmt.Sprintf("A model call failed with HTTP %d (%s); %s retries failed calls (failure %d).", status, statusText(status), agent, attempt)}
 }
 
+// FailedCallNotice is the notification of an agent retrying a failed
+// model call whose HTTP status it does not say; detail is the provider's
+// words as the agent logged them.
+func FailedCallNotice(sessionID, agent, detail string, attempt int) events.Notification {
+	msg := fmt.Sprintf("A model call failed; %s retries failed calls (failure %d) and does not say the HTTP status.", agent, attempt)
+	if detail = LastLine(detail); detail != "" {
+		msg = fmt.Sprintf("A model call failed (%s); %s retries failed calls (failure %d) and does not say the HTTP status.", detail, agent, attempt)
+	}
+	return events.Notification{SessionID: sessionID, Level: events.LevelWarning, Title: agent + ": a model call failed", Message: msg}
+}
+
 // RetryGaveUp is the error of a turn given up after the agent retried for
 // budget; last is its last retry line, which carries the provider's words.
 func RetryGaveUp(agent string, status int, budget time.Duration, last string) *Error {
 	msg := fmt.Sprintf("the provider answered HTTP %d (%s); gave up after %s retried for %s", status, statusText(status), agent,
 		budget.Round(time.Second))
+	if status == 0 {
+		msg = fmt.Sprintf("the provider's model calls kept failing; gave up after %s retried for %s", agent, budget.Round(time.Second))
+	}
 	if last = LastLine(last); last != "" {
 		msg += "; its last retry: " + last
 	}

@@ -29,7 +29,7 @@ var agents = []struct {
 	{&acp.Copilot, "fake-model", 0, enginetest.Features{Thinking: true, Permissions: true, Interrupt: true, Resume: true, MCP: true,
 		Catalog: true, Structured: true}},
 	{&acp.OpenCode, "clopen/fake-model", 150 * time.Second, enginetest.Features{Thinking: true, Permissions: true, Interrupt: true, Resume: true,
-		Fork: true, MCP: true, Catalog: true, Structured: true, SilentRetries: true}},
+		Fork: true, MCP: true, Catalog: true, Structured: true, RetriesWithoutStatus: true}},
 	{&acp.Cline, "gpt-4o", 150 * time.Second, enginetest.Features{Thinking: true, Permissions: true, Interrupt: true, Resume: true, MCP: true,
 		Catalog: true, Structured: true, SilentRetries: true}},
 }

@@ -3,6 +3,8 @@ package acp
 import (
 	"cmp"
 	"encoding/json"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"clopen.dev/pkg/events"
@@ -68,7 +70,13 @@ var OpenCode = Profile{
 		return reported, provider, ok && provider != "" && model != ""
 	},
 	Unavailable: openCodeUnavailable,
-	Notes:       "Resume: in the warm process, else session/load (full replay, dropped). No fork over ACP.",
+	// It says nothing over ACP while it retries a failed model call (a
+	// minute or more), but logs each failure, without its HTTP status.
+	RetryLog: func(home, _ string) string {
+		return filepath.Join(home, ".local", "share", "opencode", "log", "*.log")
+	},
+	RetryLine: openCodeFailedCall,
+	Notes:     "Resume: in the warm process, else session/load (full replay, dropped). No fork over ACP.",
 }
 
 // openCodeUnavailable: with a model endpoint configured, only the models
@@ -84,4 +92,61 @@ func openCodeUnavailable(model, provider string, cred Credential) string {
 		return "served by OpenCode Zen, not by the configured model endpoint"
 	}
 	return "served by " + cmp.Or(provider, p) + "'s own API, not by the configured model endpoint"
+}
+
+// openCodeFailedCall reads a line of OpenCode's log: a failed model call
+// of the session's own agent (its title calls, agent=title, are not the
+// turn's) is `message="stream error"` with the provider's words in
+// error.error; a status is taken only where a field names one.
+func openCodeFailedCall(line, sessionID string) (int, string, bool) {
+	if !strings.Contains(line, `message="stream error"`) {
+		return 0, "", false
+	}
+	fields := logfmt(line)
+	if fields["agent"] == "title" || (sessionID != "" && fields["session.id"] != "" && fields["session.id"] != sessionID) {
+		return 0, "", false
+	}
+	status := 0
+	for _, k := range []string{"error.statusCode", "statusCode", "status"} {
+		if n, err := strconv.Atoi(fields[k]); err == nil && n >= 400 && n <= 599 {
+			status = n
+			break
+		}
+	}
+	return status, fields["error.error"], true
+}
+
+// logfmt splits a `key=value key="quoted \"value\""` line; a malformed
+// rest is dropped.
+func logfmt(line string) map[string]string {
+	out := map[string]string{}
+	for line = strings.TrimSpace(line); line != ""; line = strings.TrimSpace(line) {
+		eq := strings.IndexByte(line, '=')
+		sp := strings.IndexByte(line, ' ')
+		if eq < 0 || (sp >= 0 && sp < eq) { // a bare word
+			if sp < 0 {
+				break
+			}
+			line = line[sp+1:]
+			continue
+		}
+		key, rest := line[:eq], line[eq+1:]
+		if strings.HasPrefix(rest, `"`) {
+			v, err := strconv.QuotedPrefix(rest)
+			if err != nil {
+				break
+			}
+			if u, err := strconv.Unquote(v); err == nil {
+				out[key] = u
+			}
+			line = rest[len(v):]
+			continue
+		}
+		if sp = strings.IndexByte(rest, ' '); sp < 0 {
+			out[key], line = rest, ""
+		} else {
+			out[key], line = rest[:sp], rest[sp+1:]
+		}
+	}
+	return out
 }

@@ -70,6 +70,11 @@ type Profile struct {
 	// Code's debug log, Copilot's process log): a glob, of which the newest
 	// file is read with engine.RetryStatus while a turn runs. nil if none.
 	RetryLog func(home, sessionID string) string
+	// RetryLine, when set, reads a line of RetryLog instead of
+	// engine.RetryStatus: whether it is a failed model call of sessionID,
+	// with its HTTP status (0 when the agent does not log it) and the
+	// provider's words.
+	RetryLine func(line, sessionID string) (status int, detail string, ok bool)
 	// BeforeLoad runs before session/load reopens sessionID in a new
 	// process, on the agent's files under home; nil if nothing is needed.
 	BeforeLoad func(home, sessionID string) error

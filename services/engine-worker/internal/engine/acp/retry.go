@@ -77,6 +77,14 @@ func (r *retries) expired() <-chan time.Time {
 	return r.budget.C
 }
 
+// recovered stops the budget: the agent's retry worked.
+func (r *retries) recovered() {
+	if r.budget != nil {
+		r.budget.Stop()
+		r.budget = nil
+	}
+}
+
 func (r *retries) stop() {
 	if r.budget != nil {
 		r.budget.Stop()
@@ -117,15 +125,31 @@ func (r *retries) read() []string {
 
 // saw records a retry line and returns its notification; the first one
 // starts the budget.
-func (r *retries) saw(line, sessionID, agent string, budget time.Duration) (events.Output, bool) {
-	status, ok := engine.RetryStatus(line)
+func (r *retries) saw(line, sessionID string, p *Profile, budget time.Duration) (events.Output, bool) {
+	status, detail, ok := p.retryLine(line, sessionID)
 	if !ok {
 		return nil, false
 	}
 	r.status, r.last = status, line
+	if detail != "" {
+		r.last = detail
+	}
 	r.n++
 	if r.budget == nil {
 		r.budget = time.NewTimer(budget)
 	}
-	return engine.RetryNotice(sessionID, agent, status, r.n), true
+	if status == 0 {
+		return engine.FailedCallNotice(sessionID, p.Name, detail, r.n), true
+	}
+	return engine.RetryNotice(sessionID, p.Name, status, r.n), true
+}
+
+// retryLine reads one line of the agent's retry log: the profile's own
+// reader, else a line naming a retry with its HTTP status.
+func (p *Profile) retryLine(line, sessionID string) (status int, detail string, ok bool) {
+	if p.RetryLine != nil {
+		return p.RetryLine(line, sessionID)
+	}
+	status, ok = engine.RetryStatus(line)
+	return status, "", ok
 }

@@ -31,6 +31,7 @@ type turn struct {
 	cancelled bool                       // hard stop: nothing more goes out
 	gaveUp    *engine.Error              // the agent retried past the budget: the turn fails with this
 	retried   int                        // the HTTP status of the last failed model call the agent retried
+	answered  bool                       // the agent put out more than notices since the loop last looked
 	loaded    bool                       // its session was reopened by session/load, whose replay may still be arriving
 }
 
@@ -99,6 +100,12 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 			_ = t.emitAll(t.conv.Finish())
 			return false, exitError(t.e.p.Name, t.a.p)
 		}
+		if t.answered {
+			// The model answers again: a retry that worked spends no
+			// more of the budget, and the next failure starts a new one.
+			t.answered = false
+			retry.recovered()
+		}
 		if len(frames) > 0 {
 			continue
 		}
@@ -112,7 +119,7 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 		case <-tick:
 			tick = retry.tick()
 			for _, line := range retry.read() {
-				if n, ok := retry.saw(line, sid, t.e.p.Name, t.e.cfg.RetryBudget); ok && !t.cancelled {
+				if n, ok := retry.saw(line, sid, t.e.p, t.e.cfg.RetryBudget); ok && !t.cancelled {
 					t.retried = retry.status
 					if err := t.emitAll([]events.Output{n}); err != nil {
 						t.abandon()
@@ -125,6 +132,7 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 			// status, and the agent is stopped softly.
 			tick = nil
 			t.gaveUp = engine.RetryGaveUp(t.e.p.Name, retry.status, t.e.cfg.RetryBudget, retry.last)
+			t.answered = false
 			t.log.Warn("acp: gave up on the agent's retries", "status", retry.status, "retries", retry.n)
 			if err := c.Notify("session/cancel", map[string]any{"sessionId": sid}); err != nil {
 				t.log.Warn("acp: send session/cancel", "err", err)
@@ -339,6 +347,9 @@ func (t *turn) abandon() {
 // emitAll publishes outputs, with the credential's secrets blanked out.
 func (t *turn) emitAll(outs []events.Output) error {
 	for _, o := range outs {
+		if _, notice := o.(events.Notification); !notice {
+			t.answered = true
+		}
 		if err := t.emitFn(redact(o, t.secrets)); err != nil {
 			return err
 		}

@@ -84,12 +84,16 @@ type Features struct {
 	// result fails, not that the provider's words reach the user.
 	OpaqueServerErrors bool
 	// SilentRetries marks a limitation: the CLI retries a failed model
-	// call and says so nowhere the adapter can read with the status (not
-	// over its protocol, not in its logs): OpenCode and Cline on their own
-	// schedule with no limit to set, so rate_limited and
-	// slow_provider_error, which want a bounded turn, notices while it
-	// retries and the status in the error, are not run.
+	// call and says so nowhere the adapter can read (not over its
+	// protocol, not in its logs): Cline, on its own schedule with no limit
+	// to set, so rate_limited and slow_provider_error, which want a
+	// bounded turn and notices while it retries, are not run.
 	SilentRetries bool
+	// RetriesWithoutStatus marks a lesser limitation: the CLI logs each
+	// failed model call but not its HTTP status (OpenCode), so the retry
+	// scenarios want the bounded turn and a warning while it retries, and
+	// a provider failure, not the status in them.
+	RetriesWithoutStatus bool
 	// Catalog: the engine is an engine.Cataloger whose catalog holds
 	// Harness.Model.
 	Catalog bool
