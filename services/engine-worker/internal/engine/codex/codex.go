@@ -34,6 +34,10 @@ import (
 
 // Config configures the adapter.
 type Config struct {
+	// Sandbox is how processes are confined; nil runs them unconfined.
+	// Confined, the credential goes through the model proxy (see
+	// engine.Sandboxing.Route).
+	Sandbox *engine.Sandboxing
 	// Bin is the codex executable of the pinned install (the native binary).
 	Bin string
 	// StateDir holds each instance's HOME, CODEX_HOME and TMPDIR:
@@ -111,6 +115,9 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 	model := cmp.Or(req.Model, defaultFor(cred))
 	if why := Unavailable(model, cred); why != "" {
 		return engine.Unavailable(events.EngineCodex, model, why)
+	}
+	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, cred); err != nil {
+		return err
 	}
 	h := newHome(e.cfg.StateDir, e.key.Tenant, e.key.Account, req.ConfigDir)
 	if err := h.prepare(cred, e.cfg.MaxRetries); err != nil {

@@ -34,6 +34,10 @@ import (
 
 // Config configures the adapter.
 type Config struct {
+	// Sandbox is how processes are confined; nil runs them unconfined.
+	// Confined, the credential goes through the model proxy (see
+	// engine.Sandboxing.Route).
+	Sandbox *engine.Sandboxing
 	// Bin is the pi executable of the pinned install.
 	Bin string
 	// StateDir holds each instance's HOME, agent dir and sessions:
@@ -102,6 +106,9 @@ func (e *Engine) Type() events.EngineType { return events.EnginePi }
 func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) error {
 	cred, err := e.cfg.Credentials.Credential(ctx, e.key.Tenant, e.key.Account)
 	if err != nil {
+		return err
+	}
+	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, cred); err != nil {
 		return err
 	}
 	model := cmp.Or(req.Model, DefaultModel)
