@@ -117,11 +117,11 @@ func New(up Upstream, opt Options) (*Proxy, error) {
 	p := &Proxy{up: up, base: base, token: TokenPrefix + hex.EncodeToString(b), log: opt.logger()}
 	base.RawQuery, base.Fragment = "", ""
 	p.rp = &httputil.ReverseProxy{
-		Rewrite:        p.rewrite,
-		FlushInterval:  -1, // event streams pass through as they come
-		Transport:      transport(allow),
-		ModifyResponse: p.meterResponse,
-		ErrorHandler:   p.upstreamError,
+		Rewrite:       p.rewrite,
+		FlushInterval: -1, // event streams pass through as they come
+		Transport:     transport(allow),
+		ErrorHandler:  p.upstreamError,
+		ErrorLog:      slog.NewLogLogger(p.log.Handler(), slog.LevelDebug),
 	}
 	return p, nil
 }
@@ -140,7 +140,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"clopen model proxy: the request does not carry this run's proxy token; the agent's credential is the placeholder it was given, never a key of its own"}}`+"\n")
 		return
 	}
-	p.rp.ServeHTTP(w, r)
+	mw := &meteredWriter{ResponseWriter: w}
+	p.rp.ServeHTTP(mw, r)
+	if mw.s != nil {
+		if u, ok := mw.s.Done(); ok {
+			p.meter.add(u)
+		}
+	}
 }
 
 // presented returns every credential the request carries, in any scheme.
@@ -216,51 +222,35 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	_, _ = io.WriteString(w, `{"type":"error","error":{"type":"api_error","message":"`+msg+`"}}`+"\n")
 }
 
-// meterResponse makes the body count its usage as it passes.
-func (p *Proxy) meterResponse(resp *http.Response) error {
-	if resp.StatusCode/100 != 2 {
-		return nil
-	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	if mt != "text/event-stream" && mt != "application/json" {
-		return nil
-	}
-	resp.Body = &meteredBody{rc: resp.Body, s: &scanner{stream: mt == "text/event-stream"}, m: &p.meter}
-	return nil
+// meteredWriter reads the usage of a successful JSON or event-stream
+// response as it is written back to the agent.
+type meteredWriter struct {
+	http.ResponseWriter
+	s *scanner // nil: not metered
 }
 
-// meteredBody feeds a response body to its scanner, and the usage it read
-// to the meter when the body ends.
-type meteredBody struct {
-	rc   io.ReadCloser
-	s    *scanner
-	m    *Meter
-	done bool
+func (w *meteredWriter) WriteHeader(code int) {
+	if code/100 == 2 {
+		mt, _, _ := mime.ParseMediaType(w.Header().Get("Content-Type"))
+		if mt == "text/event-stream" || mt == "application/json" {
+			w.s = &scanner{stream: mt == "text/event-stream"}
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
 }
 
-func (b *meteredBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	b.s.Write(p[:n])
-	if err == io.EOF {
-		b.finish()
+func (w *meteredWriter) Write(p []byte) (int, error) {
+	if w.s != nil {
+		w.s.Write(p)
 	}
-	return n, err
+	return w.ResponseWriter.Write(p)
 }
 
-func (b *meteredBody) finish() {
-	if b.done {
-		return
-	}
-	b.done = true
-	if u, ok := b.s.Done(); ok {
-		b.m.add(u)
-	}
-}
+// Flush passes each event on as it comes (FlushInterval -1).
+func (w *meteredWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
 
-func (b *meteredBody) Close() error {
-	b.finish()
-	return b.rc.Close()
-}
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *meteredWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // transport connects to providers, refusing at connect time an address
 // that is not public unless its host is allowed: the name is resolved when
@@ -282,6 +272,7 @@ func transport(allow []string) *http.Transport {
 		},
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          64,
+		MaxIdleConnsPerHost:   16,
 		IdleConnTimeout:       90 * time.Second,
 		TLSHandshakeTimeout:   15 * time.Second,
 		ExpectContinueTimeout: time.Second,

@@ -170,7 +170,7 @@ func TestCredentialInjected(t *testing.T) {
 			if tt.wantBeta != "" && !strings.Contains(strings.Join(r.Header.Values("Anthropic-Beta"), ","), "fine-grained") {
 				t.Errorf("anthropic-beta %q: the agent's own flag was lost", r.Header.Values("Anthropic-Beta"))
 			}
-			if u, n := p.Meter().Usage(); n != 1 || u.InputTokens != 3 || u.OutputTokens != 5 {
+			if u, n := settled(p.Meter()); n != 1 || u.InputTokens != 3 || u.OutputTokens != 5 {
 				t.Errorf("meter %+v after %d responses, want 3 in, 5 out after 1", u, n)
 			}
 		})
@@ -249,7 +249,7 @@ func TestStreamMetered(t *testing.T) {
 			if code != http.StatusOK {
 				t.Fatalf("got %d %s", code, body)
 			}
-			u, n := p.Meter().Usage()
+			u, n := settled(p.Meter())
 			if n != 1 || u.InputTokens <= 0 || u.OutputTokens <= 0 {
 				t.Errorf("meter %+v after %d responses; want positive counts after 1; body %s", u, n, body)
 			}
@@ -394,4 +394,17 @@ func FuzzParseUsage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// settled is the meter's usage once a response is counted: that happens
+// when the proxy's handler ends, just after the agent has the last byte.
+func settled(m *modelproxy.Meter) (events.TokenUsage, int64) {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		u, n := m.Usage()
+		if n > 0 || time.Now().After(deadline) {
+			return u, n
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
