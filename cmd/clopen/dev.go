@@ -77,7 +77,15 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 
 	setup := engines.SetupFromEnv(dir, getenv, logger)
 	setup.OperatorCredentials = true // one user, on the developer's own keys
-	if setup.Sandbox, err = engines.Sandboxing(ctx, getenv, filepath.Join(dir, "run"), logger); err != nil {
+	// The model proxies may reach the machine's own model servers, as a
+	// provider's apiUrl may name them (devProviderAllow).
+	sandboxEnv := func(k string) string {
+		if k == egress.EnvAllow {
+			return devProviderAllow + "," + getenv(k)
+		}
+		return getenv(k)
+	}
+	if setup.Sandbox, err = engines.Sandboxing(ctx, sandboxEnv, filepath.Join(dir, "run"), logger); err != nil {
 		ln.Close()
 		return err
 	}

@@ -65,7 +65,7 @@ type Config struct {
 
 // EnvProviderAllow lists, comma-separated, the hosts a provider's apiUrl
 // may name over plain http or on a private, loopback or link-local address.
-const EnvProviderAllow = "CLOPEN_PROVIDER_ALLOW"
+const EnvProviderAllow = egress.EnvAllow
 
 // DefaultConfig returns the configuration `clopen dev` uses, less DataDir.
 func DefaultConfig() Config { return Config{Replicas: 1} }

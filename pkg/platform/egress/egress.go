@@ -30,6 +30,10 @@ type Policy struct {
 	}
 }
 
+// EnvAllow lists, comma-separated, the hosts a provider URL may name over
+// plain http or on a private, loopback or link-local address.
+const EnvAllow = "CLOPEN_PROVIDER_ALLOW"
+
 // ParseAllow reads a comma-separated allow-list (CLOPEN_PROVIDER_ALLOW).
 func ParseAllow(v string) []string {
 	var out []string

@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"clopen.dev/services/engine-worker/internal/egressproxy"
+	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
@@ -44,7 +47,8 @@ func Sandboxing(ctx context.Context, getenv func(string) string, runDir string, 
 		if err := os.MkdirAll(runDir, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
 		}
-		sbx := &engine.Sandboxing{Sandbox: sb, Endpoints: (&loopbackBridges{dir: runDir, log: logger}).endpoints}
+		sbx := &engine.Sandboxing{Sandbox: sb, Endpoints: (&loopbackBridges{dir: runDir, log: logger}).endpoints,
+			Proxies: &modelproxy.Pool{Dir: runDir, Options: modelproxy.Options{Allow: ProxyAllow(getenv), Logger: logger}}}
 		rules, err := egressproxy.ParseAllow(getenv(egressproxy.EnvAllow))
 		if err != nil {
 			return nil, err
@@ -90,11 +94,24 @@ func allowEgress(sbx *engine.Sandboxing, proxy *egressproxy.Proxy, runDir string
 	return nil
 }
 
+// ProxyAllow is the hosts the model proxies may reach over plain http and
+// on non-public addresses: those the operator lists in
+// CLOPEN_PROVIDER_ALLOW, and the host of CLOPEN_LLM_BASE_URL, the model
+// server the operator points every engine at.
+func ProxyAllow(getenv func(string) string) []string {
+	allow := egress.ParseAllow(getenv(egress.EnvAllow))
+	if u, err := url.Parse(getenv("CLOPEN_LLM_BASE_URL")); err == nil && u.Hostname() != "" {
+		allow = append(allow, strings.ToLower(u.Hostname()))
+	}
+	return allow
+}
+
 // loopbackBridges lets a confined agent reach a model server on the
 // worker's loopback (`clopen dev --fakellm`, a local gateway): a unix
 // socket per address, forwarding to it, mounted into the sandbox at the
-// same port. Other model URLs get no endpoint: the run's model-API proxy
-// provides those.
+// same port, for a process given no secret to keep (one with a secret goes
+// through its model proxy, see engine.Sandboxing.Route). Other model URLs
+// get no endpoint.
 type loopbackBridges struct {
 	dir string
 	log *slog.Logger

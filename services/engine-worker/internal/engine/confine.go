@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
@@ -25,6 +26,9 @@ type Sandboxing struct {
 	// the variables that point agents at it.
 	Egress *sandbox.Endpoint
 	Env    []string
+	// Proxies hold the credentials of confined processes (see Route); a
+	// process pointed at one of their URLs reaches that proxy.
+	Proxies *modelproxy.Pool
 }
 
 // Confinement is one process's sandbox: ChildSpec.Confine.
@@ -47,7 +51,9 @@ func (s *Sandboxing) For(tenant, bin, workspace, baseURL string, state ...string
 	uid := uids.UID(tenant)
 	spec := sandbox.Spec{UID: uid, GID: uid, Workspace: workspace, State: state,
 		ReadOnly: []string{InstallRoot(bin)}, Limits: s.Limits}
-	if s.Endpoints != nil && baseURL != "" {
+	if r, ok := s.proxied(baseURL); ok {
+		spec.Endpoints = []sandbox.Endpoint{{Port: r.Port, Socket: r.Socket}}
+	} else if s.Endpoints != nil && baseURL != "" {
 		eps, err := s.Endpoints(baseURL)
 		if err != nil {
 			return nil, fmt.Errorf("sandbox endpoints: %w", err)
@@ -70,6 +76,13 @@ func (s *Sandboxing) For(tenant, bin, workspace, baseURL string, state ...string
 		return nil, err
 	}
 	return &Confinement{Sandbox: s.Sandbox, Spec: spec}, nil
+}
+
+func (s *Sandboxing) proxied(baseURL string) (*modelproxy.Route, bool) {
+	if s.Proxies == nil {
+		return nil, false
+	}
+	return s.Proxies.Lookup(baseURL)
 }
 
 // InstallRoot is the directory of an engine's installed files: the one

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -26,6 +27,8 @@ var Cline = Profile{
 	RunsOnlyListed: true,
 	KeyEnv:         []string{"CLINE_API_KEY", "OPENAI_API_KEY"},
 	BaseURLEnv:     []string{"CLINE_BASE_URL", "OPENAI_BASE_URL"},
+	Scheme:         modelproxy.Bearer,
+	DefaultBaseURL: "https://api.openai.com/v1",
 	Setup: func(in SetupInput) ([]string, error) {
 		provider := "openai-compatible"
 		settings := map[string]any{"provider": provider, "apiKey": in.Cred.APIKey, "model": in.Model}

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"path/filepath"
 	"strings"
 
@@ -26,6 +27,9 @@ var Copilot = Profile{
 	KeyEnv:         []string{"COPILOT_PROVIDER_API_KEY", "COPILOT_GITHUB_TOKEN", "GH_TOKEN"},
 	BaseURLEnv:     []string{"COPILOT_PROVIDER_BASE_URL"},
 	PlaceholderKey: CopilotPlaceholderKey,
+	// Only its BYOK mode (a base URL given) goes through the model proxy:
+	// a GitHub token's login talks to GitHub's own services.
+	Scheme: modelproxy.Bearer,
 	Setup: func(in SetupInput) ([]string, error) {
 		env := []string{"COPILOT_AUTO_UPDATE=false", "COPILOT_MODEL=" + in.Model, "XDG_CACHE_HOME=" + in.CacheDir}
 		if in.Cred.BaseURL != "" {

@@ -62,3 +62,15 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 	}
 	return c, nil
 }
+
+// route is the credential the process is given (see
+// engine.Sandboxing.Route): confined, the model proxy's address and
+// placeholder.
+func (e *Engine) route(c Credential) (Credential, error) {
+	r, err := e.cfg.Sandbox.Route(e.key.Tenant, engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: e.p.DefaultBaseURL,
+		Scheme: e.p.Scheme, Secret: c.APIKey, Engine: e.p.Name})
+	if err != nil || r.Meter == nil {
+		return c, err
+	}
+	return Credential{APIKey: r.Token, BaseURL: r.BaseURL}, nil
+}

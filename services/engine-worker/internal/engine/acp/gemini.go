@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,11 +20,13 @@ import (
 // exit on stdin EOF: the process group is always killed.
 var Gemini = Profile{
 	Type: events.EngineGemini, Name: "Gemini CLI", Provider: "google",
-	Args:         []string{"--acp", "--skip-trust"},
-	ModelArgs:    func(model string) []string { return []string{"--model", model} },
-	DefaultModel: "gemini-3.8-flash",
-	KeyEnv:       []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
-	BaseURLEnv:   []string{"GOOGLE_GEMINI_BASE_URL"},
+	Args:           []string{"--acp", "--skip-trust"},
+	ModelArgs:      func(model string) []string { return []string{"--model", model} },
+	DefaultModel:   "gemini-3.8-flash",
+	KeyEnv:         []string{"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+	BaseURLEnv:     []string{"GOOGLE_GEMINI_BASE_URL"},
+	Scheme:         modelproxy.Google,
+	DefaultBaseURL: "https://generativelanguage.googleapis.com",
 	Setup: func(in SetupInput) ([]string, error) {
 		settings := map[string]any{
 			"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"cmp"
 	"encoding/json"
 	"path/filepath"
@@ -18,10 +19,12 @@ import (
 // tool's name ("bash"); later titles describe the call.
 var OpenCode = Profile{
 	Type: events.EngineOpenCode, Name: "OpenCode", Provider: "opencode",
-	Args:         []string{"acp"},
-	DefaultModel: "gpt-5.5",
-	KeyEnv:       []string{"OPENCODE_API_KEY", "OPENAI_API_KEY"},
-	BaseURLEnv:   []string{"OPENCODE_BASE_URL", "OPENAI_BASE_URL"},
+	Args:           []string{"acp"},
+	DefaultModel:   "gpt-5.5",
+	KeyEnv:         []string{"OPENCODE_API_KEY", "OPENAI_API_KEY"},
+	BaseURLEnv:     []string{"OPENCODE_BASE_URL", "OPENAI_BASE_URL"},
+	Scheme:         modelproxy.Bearer,
+	DefaultBaseURL: "https://api.openai.com/v1",
 	Setup: func(in SetupInput) ([]string, error) {
 		cfg := map[string]any{
 			"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled",

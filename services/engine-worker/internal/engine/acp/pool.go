@@ -52,6 +52,10 @@ type launch struct {
 // home (the instance's, or a scratch one), the environment, and the
 // command line.
 func (e *Engine) command(home string, cred Credential, model, workspace string, servers []engine.MCPServer) (launch, error) {
+	cred, err := e.route(cred)
+	if err != nil {
+		return launch{}, err
+	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return launch{}, fmt.Errorf("%s state dir: %w", e.p.Name, err)
 	}

@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -48,6 +49,13 @@ type Profile struct {
 	KeyEnv, BaseURLEnv []string
 	// PlaceholderKey is the key given when only a base URL is configured.
 	PlaceholderKey string
+	// Scheme is how the agent's provider takes its key, and DefaultBaseURL
+	// where the provider is when the credential names no base URL: what a
+	// confined agent's model proxy needs (see engine.Sandboxing.Route). An
+	// empty Scheme, or an empty DefaultBaseURL with no base URL given, is a
+	// login the proxy cannot carry.
+	Scheme         modelproxy.Scheme
+	DefaultBaseURL string
 	// Setup writes the agent's settings under home and returns the
 	// variables that configure it (credentials, model, hermetic switches).
 	Setup func(in SetupInput) ([]string, error)

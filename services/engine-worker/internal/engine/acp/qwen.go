@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"path/filepath"
 	"strings"
 
@@ -14,10 +15,12 @@ import (
 // empty agent_message_chunk's _meta.usage after each model call.
 var Qwen = Profile{
 	Type: events.EngineQwen, Name: "Qwen Code", Provider: "openai",
-	Args:         []string{"--acp", "--auth-type", "openai"},
-	DefaultModel: "qwen3-coder-plus",
-	KeyEnv:       []string{"QWEN_API_KEY", "OPENAI_API_KEY"},
-	BaseURLEnv:   []string{"QWEN_BASE_URL", "OPENAI_BASE_URL"},
+	Args:           []string{"--acp", "--auth-type", "openai"},
+	DefaultModel:   "qwen3-coder-plus",
+	KeyEnv:         []string{"QWEN_API_KEY", "OPENAI_API_KEY"},
+	BaseURLEnv:     []string{"QWEN_BASE_URL", "OPENAI_BASE_URL"},
+	Scheme:         modelproxy.Bearer,
+	DefaultBaseURL: "https://api.openai.com/v1",
 	Setup: func(in SetupInput) ([]string, error) {
 		settings := map[string]any{
 			"security":  map[string]any{"auth": map[string]any{"selectedType": "openai"}},

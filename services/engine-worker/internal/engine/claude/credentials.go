@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // Credential is what one run authenticates with. Exactly one of APIKey and
@@ -51,4 +52,23 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 		return Credential{}, engine.NoAccount("Claude Code has no account: set ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN (from `claude setup-token`) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")
 	}
 	return c, nil
+}
+
+// DefaultBaseURL is Anthropic's API, where a credential with no base URL
+// goes.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// route is the credential the process is given (see engine.Sandboxing.Route):
+// confined, the model proxy's address and placeholder, in the API-key
+// form whichever login the proxy holds.
+func (e *Engine) route(c Credential) (Credential, error) {
+	api := engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: DefaultBaseURL, Scheme: modelproxy.AnthropicKey, Secret: c.APIKey, Engine: "Claude Code"}
+	if c.APIKey == "" {
+		api.Scheme, api.Secret = modelproxy.AnthropicOAuth, c.OAuthToken
+	}
+	r, err := e.cfg.Sandbox.Route(e.key.Tenant, api)
+	if err != nil || r.Meter == nil {
+		return c, err
+	}
+	return Credential{APIKey: r.Token, BaseURL: r.BaseURL}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/claude"
 	"clopen.dev/services/engine-worker/internal/engine/enginetest"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
@@ -29,43 +30,41 @@ import (
 // and the memory hog are not run that way: they would hit the whole host.
 const hostileUnconfined = "CLOPEN_HOSTILE_UNCONFINED"
 
-// modelPort is the model API's port inside every sandbox.
-const modelPort = 18080
-
 // hostileWorker is one worker's worth of Claude Code instances: two tenants,
 // one fakellm, one sandbox configuration.
 type hostileWorker struct {
 	root    string // holds the data dir, workspaces and state
 	baseURL string
 	sandbox *engine.Sandboxing
+	keys    sync.Map // X-Api-Key values the model server got
 }
 
 func newHostileWorker(t *testing.T) *hostileWorker {
 	t.Helper()
 	enginetest.NeedRoot(t)
 	w := &hostileWorker{root: t.TempDir()}
-	srv := &http.Server{Handler: fakellm.New(fakellm.Config{}), ReadHeaderTimeout: 10 * time.Second}
-	if os.Getenv(hostileUnconfined) == "1" {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = srv.Serve(ln) }()
-		w.baseURL = "http://" + ln.Addr().String()
-	} else {
-		sock := filepath.Join(w.root, "model.sock")
-		ln, err := net.Listen("unix", sock)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() { _ = srv.Serve(ln) }()
-		must(t, os.Chmod(sock, 0o666))
-		w.baseURL = fmt.Sprintf("http://127.0.0.1:%d", modelPort)
+	llm := fakellm.New(fakellm.Config{})
+	// The keys the model server was called with: the tenants' own, put in
+	// by their model proxies.
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.keys.Store(r.Header.Get("X-Api-Key"), true)
+		llm.ServeHTTP(rw, r)
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	w.baseURL = "http://" + ln.Addr().String()
+	if os.Getenv(hostileUnconfined) != "1" {
+		// The model server is on the worker's loopback, as in `clopen dev
+		// --fakellm`: the operator allows it.
+		proxies := &modelproxy.Pool{Dir: filepath.Join(w.root, "run"), Options: modelproxy.Options{Allow: []string{"127.0.0.1"}}}
+		must(t, os.MkdirAll(proxies.Dir, 0o700))
+		t.Cleanup(proxies.Close)
 		w.sandbox = &engine.Sandboxing{Sandbox: &sandbox.Bwrap{},
-			Limits: sandbox.Limits{MemoryBytes: 1536 << 20, Procs: 512, CPUSeconds: 300},
-			Endpoints: func(string) ([]sandbox.Endpoint, error) {
-				return []sandbox.Endpoint{{Port: modelPort, Socket: sock}}, nil
-			}}
+			Limits:  sandbox.Limits{MemoryBytes: 1536 << 20, Procs: 512, CPUSeconds: 300},
+			Proxies: proxies}
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	// What the worker keeps that no agent may read.
@@ -160,6 +159,9 @@ func TestHostileAgent(t *testing.T) {
 		{"read the other tenant's workspace", "cat " + filepath.Join(a.workspace, ".env"), "SECRET_OF_tenant-a"},
 		{"read the other tenant's engine state", "cat " + filepath.Join(a.home(), "transcript-of-a.jsonl"), "TRANSCRIPT_OF_A"},
 		{"read the worker's master key", "cat " + filepath.Join(w.root, "data", "secret.key"), "MASTERKEY-0123"},
+		// The agent's own environment holds no key of its tenant's: the
+		// run's model-API proxy holds it, the agent only a placeholder.
+		{"read its own provider key", "env | grep -a -o 'sk-key-of-tenant-[b]' | head -1", "sk-key-of-tenant-b"},
 		{"read another process's environment", "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a -o 'sk-key-of-tenant-[a]' | head -1", "sk-key-of-tenant-a"},
 		{"connect to NATS", "timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222 && echo OPEN$((4000+222))'", "OPEN4222"},
 		{"connect to Postgres", "timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432 && echo OPEN$((5000+432))'", "OPEN5432"},
@@ -179,6 +181,21 @@ func TestHostileAgent(t *testing.T) {
 			t.Error("attack succeeded: B wrote into A's workspace")
 		}
 	})
+	if confined {
+		t.Run("turns reach the model with the real key, through the proxy", func(t *testing.T) {
+			for _, k := range []string{"sk-key-of-tenant-a", "sk-key-of-tenant-b"} {
+				if _, ok := w.keys.Load(k); !ok {
+					t.Errorf("the model server never got %s", k)
+				}
+			}
+			w.keys.Range(func(k, _ any) bool {
+				if strings.HasPrefix(k.(string), modelproxy.TokenPrefix) {
+					t.Errorf("a placeholder reached the model server: %s", k)
+				}
+				return true
+			})
+		})
+	}
 	if !confined {
 		return // a fork bomb and a memory hog unconfined would take the host down
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // DefaultBaseURL is OpenAI's API, where turns go without a base URL.
@@ -50,4 +51,15 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 		return Credential{}, engine.NoAccount("Codex has no account: set OPENAI_API_KEY (or CODEX_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")
 	}
 	return c, nil
+}
+
+// route is the credential an app-server confined by sb is given (see
+// engine.Sandboxing.Route): the model proxy's address and placeholder,
+// the key staying in the worker.
+func route(sb *engine.Sandboxing, tenant string, c Credential) (Credential, error) {
+	r, err := sb.Route(tenant, engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: DefaultBaseURL, Scheme: modelproxy.Bearer, Secret: c.APIKey, Engine: "Codex"})
+	if err != nil || r.Meter == nil {
+		return c, err
+	}
+	return Credential{APIKey: r.Token, BaseURL: r.BaseURL}, nil
 }

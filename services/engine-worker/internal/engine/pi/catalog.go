@@ -45,6 +45,9 @@ func (e *Engine) readModels(ctx context.Context, configDir string) ([]ModelInfo,
 	if err != nil {
 		return nil, err
 	}
+	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, cred); err != nil {
+		return nil, err
+	}
 	h := newHome(e.cfg.StateDir, e.key.Tenant, e.key.Account, configDir)
 	if err := os.MkdirAll(h.dir, 0o700); err != nil {
 		return nil, fmt.Errorf("pi state dir: %w", err)

@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // The model APIs a pi account can use.
@@ -68,4 +69,25 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 		return Credential{}, engine.NoAccount("pi has no account: set ANTHROPIC_API_KEY (or CLOPEN_PI_API=openai-completions with OPENAI_API_KEY) for the worker, or CLOPEN_LLM_BASE_URL to use a local model server")
 	}
 	return c, nil
+}
+
+// The providers' own addresses, where a credential with no base URL goes.
+const (
+	anthropicBaseURL = "https://api.anthropic.com"
+	openAIBaseURL    = "https://api.openai.com/v1"
+)
+
+// route is the credential a pi confined by sb is given (see
+// engine.Sandboxing.Route): the model proxy's address and placeholder,
+// the key staying in the worker.
+func route(sb *engine.Sandboxing, tenant string, c Credential) (Credential, error) {
+	api := engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: anthropicBaseURL, Scheme: modelproxy.AnthropicKey, Secret: c.APIKey, Engine: "pi"}
+	if c.API == APIOpenAICompletions {
+		api.DefaultURL, api.Scheme = openAIBaseURL, modelproxy.Bearer
+	}
+	r, err := sb.Route(tenant, api)
+	if err != nil || r.Meter == nil {
+		return c, err
+	}
+	return Credential{API: c.API, APIKey: r.Token, BaseURL: r.BaseURL}, nil
 }

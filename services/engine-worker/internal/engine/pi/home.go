@@ -124,7 +124,7 @@ func modelsJSON(cred Credential, model string) []byte {
 	if cred.API == APIOpenAICompletions {
 		p["api"] = APIOpenAICompletions
 		if cred.BaseURL == "" {
-			p["baseUrl"] = "https://api.openai.com/v1"
+			p["baseUrl"] = openAIBaseURL
 		}
 		p["models"] = []any{map[string]any{"id": model, "reasoning": true}}
 	}

@@ -82,6 +82,9 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	if err != nil {
 		return err
 	}
+	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, cred); err != nil {
+		return err
+	}
 	model := cmp.Or(req.Model, DefaultModel)
 	h := newHome(e.cfg.StateDir, e.key.Tenant, e.key.Account, req.ConfigDir)
 	if err := h.prepare(cred, model, req.ProjectID); err != nil {
