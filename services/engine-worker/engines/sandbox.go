@@ -12,8 +12,8 @@ import (
 	"strings"
 	"sync"
 
-	"clopen.dev/services/engine-worker/internal/egressproxy"
 	"clopen.dev/pkg/platform/egress"
+	"clopen.dev/services/engine-worker/internal/egressproxy"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"clopen.dev/services/engine-worker/internal/sandbox"
