@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -86,8 +87,11 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		return getenv(k)
 	}
 	if setup.Sandbox, err = engines.Sandboxing(ctx, sandboxEnv, filepath.Join(dir, "run"), logger); err != nil {
-		ln.Close()
-		return err
+		if !errors.Is(err, engines.ErrNoSandbox) {
+			ln.Close()
+			return err
+		}
+		setup.NoSandbox = err // the scripted engine still runs; agents wait for a sandbox
 	}
 	if *withFakeLLM {
 		url, stopLLM, err := fakellm.New(fakellm.Config{Logger: logger}).Start("127.0.0.1:0")

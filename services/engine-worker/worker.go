@@ -492,7 +492,10 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	setup := engines.SetupFromEnv(engines.DefaultDataDir(getenv), getenv, p.Logger)
 	if setup.Sandbox, err = engines.Sandboxing(ctx, getenv, filepath.Join(setup.DataDir, "run"), p.Logger); err != nil {
-		return err
+		if !errors.Is(err, engines.ErrNoSandbox) {
+			return err
+		}
+		setup.NoSandbox = err // only the scripted engine: agents never run unconfined unasked
 	}
 	// A second connection for the control plane (see Deps.Control).
 	url := getenv(servekit.EnvNATSURL)

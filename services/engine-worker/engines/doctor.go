@@ -189,7 +189,17 @@ func availableOf(ctx context.Context, setup Setup, specs []Spec) (map[events.Eng
 // has not answered by then is not offered yet. The engines not offered come
 // back as Pending, for the worker to probe again (Pending.Watch) with the
 // full ProbeTimeout and offer once they are ready.
+//
+// Without a working sandbox (Setup.NoSandbox) it offers none: an agent runs
+// commands a model chose, and never unconfined unless the operator says so
+// (CLOPEN_SANDBOX=off).
 func Offer(ctx context.Context, setup Setup) (map[events.EngineType]engine.Factory, map[events.EngineType]string, *Pending) {
+	if setup.NoSandbox != nil {
+		if setup.Logger != nil {
+			setup.Logger.ErrorContext(ctx, "no agent engine is offered, only the scripted engine: "+setup.NoSandbox.Error())
+		}
+		return map[events.EngineType]engine.Factory{}, map[events.EngineType]string{}, nil
+	}
 	return offerOf(ctx, setup, table)
 }
 

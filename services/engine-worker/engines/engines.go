@@ -127,6 +127,10 @@ type Setup struct {
 	// serves tenants only when the operator says so. `clopen dev` turns it
 	// on for its one user.
 	OperatorCredentials bool
+	// NoSandbox is why there is no working sandbox for agent processes
+	// (Sandboxing failed): then Offer offers no agent engine at all, only
+	// the scripted engine runs, and the error says what to fix.
+	NoSandbox error
 	// Sandbox confines the agent processes (see Sandboxing); nil runs them
 	// unconfined.
 	Sandbox *engine.Sandboxing

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
@@ -108,5 +110,31 @@ func TestVersionIn(t *testing.T) {
 		if got := versionIn(tt.give); got != tt.want {
 			t.Errorf("versionIn(%q) = %q, want %q", tt.give, got, tt.want)
 		}
+	}
+}
+
+// Without a working sandbox no agent engine is offered, even one that is
+// installed and ready, and nothing is left pending: agents never run
+// unconfined unless the operator opts out.
+func TestNoSandboxOffersNoAgent(t *testing.T) {
+	root := t.TempDir()
+	s := fakeSpec(nil)
+	writeAgent(t, root, s, "echo 1.2.3 '(Agent)'")
+	setup := Setup{EnginesDir: root, ProbeTimeout: 2 * time.Second, Logger: logging.Discard()}
+	if f, _, _ := offerOf(context.Background(), setup, []Spec{s}); len(f) != 1 {
+		t.Fatalf("with a sandbox, offered %d engines, want the ready one", len(f))
+	}
+	if _, err := Sandboxing(context.Background(), func(k string) string {
+		if k == EnvSandbox {
+			return "nsjail"
+		}
+		return ""
+	}, t.TempDir(), nil); err == nil || errors.Is(err, ErrNoSandbox) {
+		t.Fatalf("an unknown sandbox = %v, want a configuration error", err)
+	}
+	setup.NoSandbox = ErrNoSandbox
+	f, v, p := Offer(context.Background(), setup)
+	if len(f) != 0 || len(v) != 0 || p != nil {
+		t.Fatalf("without a sandbox Offer = %v, %v, %v; want nothing", f, v, p)
 	}
 }

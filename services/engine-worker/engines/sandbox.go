@@ -2,6 +2,7 @@ package engines
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -24,6 +25,11 @@ import (
 // every start; only for a host that is itself the boundary).
 const EnvSandbox = "CLOPEN_SANDBOX"
 
+// ErrNoSandbox is a host on which the sandbox does not work (bubblewrap
+// missing, not root): a worker then offers only the scripted engine
+// (Setup.NoSandbox). A bad CLOPEN_SANDBOX value is another error.
+var ErrNoSandbox = errors.New("no working sandbox for agent processes")
+
 // Sandboxing returns the confinement of the worker's agent processes as
 // EnvSandbox says, after proving it works on this host; nil with no error
 // only for the explicit opt-out. runDir holds the bridges to loopback model
@@ -42,7 +48,7 @@ func Sandboxing(ctx context.Context, getenv func(string) string, runDir string, 
 	case "", "bwrap":
 		sb := &sandbox.Bwrap{}
 		if err := sb.Check(ctx); err != nil {
-			return nil, fmt.Errorf("no working sandbox for agent processes (%w); fix it, or set %s=off to run agents unconfined", err, EnvSandbox)
+			return nil, fmt.Errorf("%w (%w); fix it, or set %s=off to run agents unconfined", ErrNoSandbox, err, EnvSandbox)
 		}
 		if err := os.MkdirAll(runDir, 0o700); err != nil {
 			return nil, fmt.Errorf("sandbox: %w", err)
