@@ -121,6 +121,9 @@ func (w *Worker) prepare(ctx context.Context, r *run) (prepared, error) {
 // so the next run starts on the new configuration; and it drops the
 // tenant's cached catalogs (accounts and providers are artifacts). It waits for the bucket
 // (artifacts declares it) and never fails the worker.
+// watchingArtifacts is the key of artifactRevs set once the watch runs.
+const watchingArtifacts = ""
+
 func (w *Worker) watchArtifacts(ctx context.Context) error {
 	kv, err := natsx.WaitKV(ctx, w.js, events.BucketArtifactRev)
 	if err != nil {
@@ -135,6 +138,7 @@ func (w *Worker) watchArtifacts(ctx context.Context) error {
 		return nil
 	}
 	defer func() { _ = watcher.Stop() }()
+	w.artifactRevs.Store(watchingArtifacts, "")
 	for {
 		select {
 		case e, ok := <-watcher.Updates():
@@ -148,6 +152,7 @@ func (w *Worker) watchArtifacts(ctx context.Context) error {
 				w.pool.Retire(typ, e.Key())
 			}
 			w.catalogs.invalidate(e.Key())
+			w.artifactRevs.Store(e.Key(), string(e.Value()))
 			w.log.DebugContext(ctx, "artifacts changed: engine instances retired", "tenant", e.Key(), "revision", string(e.Value()))
 		case <-ctx.Done():
 			return nil

@@ -100,7 +100,22 @@ func (e *engineEnv) waitSubject(t *testing.T, subject string, req any) {
 // account creates an account of typ for tenant and returns its id.
 func (e *engineEnv) account(t *testing.T, tenant string, typ events.EngineType) string {
 	t.Helper()
-	return e.accts.add(t, tenant, typ)
+	waitUntil(t, "the worker watches artifact revisions", func() bool {
+		_, ok := e.w.artifactRevs.Load(watchingArtifacts)
+		return ok
+	})
+	id := e.accts.add(t, tenant, typ)
+	// The worker drops the tenant's cached catalogs when it sees the new
+	// revision: wait until it has, so that what a test caches next stays.
+	entry, err := e.accts.kv.Get(context.Background(), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the worker applies the tenant's artifact revision", func() bool {
+		v, ok := e.w.artifactRevs.Load(tenant)
+		return ok && v == string(entry.Value())
+	})
+	return id
 }
 
 func (e *engineEnv) models(t *testing.T, req events.ModelsRequest) (events.ModelsReply, error) {

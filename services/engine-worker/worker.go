@@ -109,7 +109,8 @@ type Worker struct {
 	known                map[events.EngineType]string // Deps.Versions
 	later                func(context.Context, engines.Changes)
 
-	catalogs catalogCache
+	catalogs     catalogCache
+	artifactRevs sync.Map // tenant -> the last artifact revision applied
 
 	vmu       sync.Mutex
 	versions  map[events.EngineType]string // the engines offered, with their versions
