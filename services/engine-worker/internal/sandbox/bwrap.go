@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -228,10 +229,13 @@ func Own(spec Spec) error {
 			return nil
 		}
 		return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
+			if err == nil {
+				err = os.Lchown(p, spec.UID, spec.GID)
 			}
-			return os.Lchown(p, spec.UID, spec.GID)
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil // removed meanwhile by a process of the tenant still running
+			}
+			return err
 		})
 	}
 	if spec.Workspace != "" {
