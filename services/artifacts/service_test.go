@@ -2,7 +2,6 @@ package artifacts
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"maps"
 	"net/http"
@@ -17,7 +16,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/health"
@@ -64,7 +62,7 @@ func startWith(t *testing.T, tune func(*Config)) *env {
 	for {
 		var r events.RevisionReply
 		err := e.call(events.OpRevision, events.ListRequest{Caller: newCaller()}, &r)
-		if err == nil && e.endpointsSettled() {
+		if err == nil && natstest.ServiceReady(e.nc, Name) {
 			return e
 		}
 		if time.Now().After(deadline) {
@@ -72,26 +70,6 @@ func startWith(t *testing.T, tune func(*Config)) *env {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// endpointsSettled says whether the service lists its endpoints and the
-// list stopped growing: a micro service answers before all of its
-// endpoints are added.
-func (e *env) endpointsSettled() bool {
-	count := func() int {
-		msg, err := e.nc.Request("$SRV.INFO."+Name, nil, time.Second)
-		if err != nil {
-			return -1
-		}
-		var info micro.Info
-		if json.Unmarshal(msg.Data, &info) != nil {
-			return -1
-		}
-		return len(info.Endpoints)
-	}
-	n := count()
-	time.Sleep(50 * time.Millisecond)
-	return n > 0 && count() == n
 }
 
 func newCaller() events.Caller {

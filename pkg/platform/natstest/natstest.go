@@ -3,11 +3,14 @@
 package natstest
 
 import (
+	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/platform/embeddednats"
 )
@@ -40,4 +43,25 @@ func Connect(t testing.TB, ns *server.Server) (*nats.Conn, jetstream.JetStream) 
 		t.Fatalf("jetstream: %v", err)
 	}
 	return nc, js
+}
+
+// ServiceReady says whether the micro service name lists its endpoints and
+// the list has stopped growing. A micro service answers PING (and its first
+// endpoint) before the rest of its endpoints are added, so a test that
+// calls it right after start can meet "no responders".
+func ServiceReady(nc *nats.Conn, name string) bool {
+	count := func() int {
+		msg, err := nc.Request("$SRV.INFO."+name, nil, time.Second)
+		if err != nil {
+			return -1
+		}
+		var info micro.Info
+		if json.Unmarshal(msg.Data, &info) != nil {
+			return -1
+		}
+		return len(info.Endpoints)
+	}
+	n := count()
+	time.Sleep(50 * time.Millisecond)
+	return n > 0 && count() == n
 }

@@ -12,10 +12,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/logging"
+	"clopen.dev/pkg/platform/natstest"
 	"clopen.dev/pkg/platform/pgtest"
 	"clopen.dev/pkg/platform/svc"
 	worker "clopen.dev/services/engine-worker"
@@ -105,30 +105,13 @@ func (h *harness) connect() *nats.Conn {
 	return nc
 }
 
-// waitService waits until a micro service answers pings.
+// waitService waits until a micro service serves all its endpoints.
 func (h *harness) waitService(name string) {
 	h.t.Helper()
-	// A micro service answers PING as soon as it is added, before its
-	// endpoints are; wait until INFO lists endpoints and the list has stopped
-	// growing.
-	endpoints := func() int {
-		msg, err := h.nc.Request("$SRV.INFO."+name, nil, 200*time.Millisecond)
-		if err != nil {
-			return 0
-		}
-		var info micro.Info
-		if json.Unmarshal(msg.Data, &info) != nil {
-			return 0
-		}
-		return len(info.Endpoints)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for last := 0; time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		n := endpoints()
-		if n > 0 && n == last {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if natstest.ServiceReady(h.nc, name) {
 			return
 		}
-		last = n
 	}
 	h.t.Fatalf("service %s not up", name)
 }

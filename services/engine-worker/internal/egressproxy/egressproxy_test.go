@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -82,7 +83,8 @@ func TestProxyRefusesWhatTheListAndTheAddressDoNotAllow(t *testing.T) {
 	defer up.Close()
 	u, _ := url.Parse(up.URL)
 	_, port, _ := net.SplitHostPort(u.Host)
-	p := &Proxy{Allow: []Rule{{Host: "localhost", Port: mustAtoi(port)}}}
+	portN, _ := strconv.Atoi(port)
+	p := &Proxy{Allow: []Rule{{Host: "localhost", Port: portN}}}
 	srv := httptest.NewServer(p)
 	defer srv.Close()
 	addr := srv.Listener.Addr().String()
@@ -113,14 +115,6 @@ func TestProxyRefusesWhatTheListAndTheAddressDoNotAllow(t *testing.T) {
 	if !strings.HasPrefix(status, "200") || body != "upstream /pkg" {
 		t.Errorf("http to an allowed host = %s %q", status, body)
 	}
-}
-
-func mustAtoi(s string) int {
-	n := 0
-	for _, c := range s {
-		n = n*10 + int(c-'0')
-	}
-	return n
 }
 
 // FuzzParseAllow reads allow-lists as an operator writes them: an entry
