@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/busauth"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/servekit"
@@ -503,7 +504,7 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	if url == "" {
 		url = "nats://127.0.0.1:4222"
 	}
-	control, err := natsx.Connect(url, "clopen-engine-worker-control", p.Logger)
+	control, err := natsx.Connect(url, "clopen-engine-worker-control", p.Logger, busauth.FromEnv(busauth.Role(Name), getenv)...)
 	if err != nil {
 		return err
 	}

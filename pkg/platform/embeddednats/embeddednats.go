@@ -27,6 +27,9 @@ type Config struct {
 	SyncAlways bool
 	// Cluster, when set, joins this server to a JetStream cluster.
 	Cluster *ClusterConfig
+	// Users, when set, are the only identities the server accepts, each
+	// with its permissions (busauth.Users); nil leaves the server open.
+	Users []*server.User
 }
 
 // ClusterConfig joins an embedded server to others for R3 streams in tests.
@@ -61,6 +64,9 @@ func Start(cfg Config) (*server.Server, error) {
 	}
 	if opts.ServerName == "" {
 		opts.ServerName = "clopen"
+	}
+	if cfg.Users != nil {
+		opts.Users = cfg.Users
 	}
 	if cfg.SyncAlways {
 		opts.SyncAlways = true

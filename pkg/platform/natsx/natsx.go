@@ -17,12 +17,15 @@ import (
 )
 
 // Connect dials url with reconnects forever (a service outlives broker
-// restarts) and logs connection state changes.
-func Connect(url, name string, logger *slog.Logger) (*nats.Conn, error) {
-	nc, err := nats.Connect(url,
+// restarts) and logs connection state changes and the errors the server
+// reports asynchronously (a permissions violation: the service used a
+// subject its identity is not granted). opts add to these (busauth's
+// identity).
+func Connect(url, name string, logger *slog.Logger, opts ...nats.Option) (*nats.Conn, error) {
+	nc, err := nats.Connect(url, append([]nats.Option{
 		nats.Name(name),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
+		nats.ReconnectWait(250 * time.Millisecond),
 		nats.RetryOnFailedConnect(true),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
@@ -30,7 +33,14 @@ func Connect(url, name string, logger *slog.Logger) (*nats.Conn, error) {
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
-	)
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			if sub != nil {
+				logger.Error("nats", "subject", sub.Subject, "err", err)
+				return
+			}
+			logger.Error("nats", "err", err)
+		}),
+	}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect nats %s: %w", url, err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"clopen.dev/pkg/platform/busauth"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natsx"
@@ -25,7 +26,7 @@ import (
 
 // Environment variables every standalone service reads.
 const (
-	EnvNATSURL   = "CLOPEN_NATS_URL"   // default nats://127.0.0.1:4222
+	EnvNATSURL   = "CLOPEN_NATS_URL"   // default nats://127.0.0.1:4222; identity: busauth.EnvUser, busauth.EnvPassword
 	EnvLogLevel  = "CLOPEN_LOG_LEVEL"  // debug | info | warn | error
 	EnvAdminAddr = "CLOPEN_ADMIN_ADDR" // health and metrics endpoints; empty = none
 )
@@ -59,7 +60,11 @@ func Start(ctx context.Context, getenv func(string) string, stderr io.Writer, op
 	if url == "" {
 		url = "nats://127.0.0.1:4222"
 	}
-	nc, err := natsx.Connect(url, "clopen-"+opts.Name, p.Logger)
+	if getenv(busauth.EnvPassword) == "" {
+		p.Logger.Warn("connecting to NATS without an identity: on a server that enforces the bus's grants this fails, " +
+			"on one that does not the bus is open to whoever reaches it (set " + busauth.EnvPassword + ")")
+	}
+	nc, err := natsx.Connect(url, "clopen-"+opts.Name, p.Logger, busauth.FromEnv(busauth.Role(opts.Name), getenv)...)
 	if err != nil {
 		return nil, nil, err
 	}

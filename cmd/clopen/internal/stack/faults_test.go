@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/busauth"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/services/streammgr"
 )
@@ -28,7 +29,9 @@ func (h *harness) spawnWorker(id string, capacity int) *exec.Cmd {
 func (h *harness) spawn(role string, env ...string) *exec.Cmd {
 	h.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	identity := map[string]busauth.Role{"worker": busauth.Worker, "streammgr": busauth.Streammgr, "gateway": busauth.Gateway}[role]
 	cmd.Env = append(append(os.Environ(), "CLOPEN_TEST_ROLE="+role, "CLOPEN_NATS_URL="+h.st.NATSURL,
+		busauth.EnvPassword+"="+h.st.Bus[identity],
 		"DATABASE_URL="+h.dbURL, "CLOPEN_LOG_LEVEL=error"), env...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

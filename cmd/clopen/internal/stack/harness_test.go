@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/busauth"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
 	"clopen.dev/pkg/platform/pgtest"
@@ -60,7 +61,7 @@ func start(t *testing.T, cfg Config) *harness {
 	if err := st.Ready(rctx); err != nil {
 		t.Fatal(err)
 	}
-	nc, err := nats.Connect(st.NATSURL)
+	nc, err := st.Connect(busauth.Operator, "clopen-test")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +98,7 @@ func (h *harness) waitWorkers(n int) {
 // connect opens another client connection to the stack's bus.
 func (h *harness) connect() *nats.Conn {
 	h.t.Helper()
-	nc, err := nats.Connect(h.st.NATSURL)
+	nc, err := h.st.Connect(busauth.Operator, "clopen-test")
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"clopen.dev/pkg/platform/busauth"
 	"clopen.dev/pkg/platform/embeddednats"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
@@ -41,6 +42,10 @@ type Config struct {
 	NATSPort int
 	// NATSURL, when set, uses that server instead of starting one.
 	NATSURL string
+	// Bus holds each service's password on the NATSURL server; nil
+	// connects without identities (a server that enforces none). The
+	// embedded server always gets fresh ones.
+	Bus busauth.Passwords
 	// DatabaseURL is required: the stack does not start Postgres.
 	DatabaseURL string
 	// HTTP is the gateway's listener; nil listens on a free loopback port.
@@ -68,13 +73,17 @@ type Config struct {
 type Stack struct {
 	NATS    *server.Server // nil when Config.NATSURL was given
 	NATSURL string
-	URL     string // the gateway's base URL
-	DB      *pgxpool.Pool
-	Health  *health.Registry
+	// Bus is each role's password on the bus (busauth), the Operator's
+	// included, for tests and tools that inspect it.
+	Bus    busauth.Passwords
+	URL    string // the gateway's base URL
+	DB     *pgxpool.Pool
+	Health *health.Registry
 
 	names    []string // the health check every started service registers
 	natsDir  string
 	natsPort int
+	users    []*server.User
 	cancel   context.CancelFunc
 	done     chan struct{}
 	err      error
@@ -94,13 +103,20 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	s := &Stack{Health: health.New(), done: make(chan struct{})}
 	natsURL := cfg.NATSURL
+	s.Bus = cfg.Bus
 	if natsURL == "" {
 		port := cfg.NATSPort
 		if port == 0 {
 			port = -1
 		}
 		s.natsDir = filepath.Join(cfg.Dir, "nats")
-		ns, err := embeddednats.Start(embeddednats.Config{StoreDir: s.natsDir, Port: port})
+		s.Bus = busauth.NewPasswords()
+		users, err := busauth.Users(s.Bus)
+		if err != nil {
+			return nil, err
+		}
+		s.users = users
+		ns, err := embeddednats.Start(embeddednats.Config{StoreDir: s.natsDir, Port: port, Users: users})
 		if err != nil {
 			return nil, err
 		}
@@ -134,6 +150,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		name string
 		run  func(context.Context, *nats.Conn, *slog.Logger) error
 	}
+	connect := func(role busauth.Role, name string) (*nats.Conn, error) {
+		return natsx.Connect(natsURL, name, logger, busauth.Options(role, s.Bus[role])...)
+	}
 	services := []service{
 		{artifacts.Name, func(ctx context.Context, nc *nats.Conn, l *slog.Logger) error {
 			ac := cfg.Artifacts
@@ -158,7 +177,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.NoStreammgr {
 		// Whoever runs streammgr later owns these; declared here so the
 		// workers, which wait for them, can start now.
-		nc, err := natsx.Connect(natsURL, "clopen-stack", logger)
+		nc, err := connect(busauth.Streammgr, "clopen-stack")
 		if err != nil {
 			return fail(err)
 		}
@@ -181,7 +200,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	var later *engines.Pending
 	if cfg.Engines != nil && workers > 0 {
 		// Engine processes get their tenant's account from artifacts.
-		nc, err := natsx.Connect(natsURL, "clopen-engine-accounts", logger)
+		nc, err := connect(busauth.Worker, "clopen-engine-accounts")
 		if err != nil {
 			return fail(err)
 		}
@@ -202,7 +221,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			wc.EngineConfig = filepath.Join(cfg.Dir, "engine-config")
 		}
 		services = append(services, service{worker.Name, func(ctx context.Context, nc *nats.Conn, l *slog.Logger) error {
-			control, err := natsx.Connect(natsURL, "clopen-engine-worker-control", logger)
+			control, err := connect(busauth.Worker, "clopen-engine-worker-control")
 			if err != nil {
 				return err
 			}
@@ -220,7 +239,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	errc := make(chan error, len(services))
 	var wg sync.WaitGroup
 	for _, svc := range services {
-		nc, err := natsx.Connect(natsURL, "clopen-"+svc.name, logger)
+		nc, err := connect(busauth.Role(svc.name), "clopen-"+svc.name)
 		if err != nil {
 			cancel()
 			return fail(err)
@@ -246,6 +265,13 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}()
 	context.AfterFunc(ctx, cancel)
 	return s, nil
+}
+
+// Connect opens a client connection to the stack's bus as role (the
+// caller closes it): the Operator for a test or tool that inspects
+// everything, a service's role to see what that service may do.
+func (s *Stack) Connect(role busauth.Role, name string, opts ...nats.Option) (*nats.Conn, error) {
+	return nats.Connect(s.NATSURL, append(append([]nats.Option{nats.Name(name)}, busauth.Options(role, s.Bus[role])...), opts...)...)
 }
 
 // Ready waits until every service reports ready, or ctx ends.
@@ -290,7 +316,7 @@ func (s *Stack) RestartNATS(down time.Duration) error {
 	s.NATS.Shutdown()
 	s.NATS.WaitForShutdown()
 	time.Sleep(down)
-	ns, err := embeddednats.Start(embeddednats.Config{StoreDir: s.natsDir, Port: s.natsPort})
+	ns, err := embeddednats.Start(embeddednats.Config{StoreDir: s.natsDir, Port: s.natsPort, Users: s.users})
 	if err != nil {
 		return err
 	}
