@@ -8,10 +8,18 @@ import (
 )
 
 // runAdmin is `clopen admin`: operator commands on DATABASE_URL (see
-// admincmd), and rotate-key, which re-seals every engine credential.
+// admincmd), rotate-key, which re-seals every engine credential, and the
+// bus's configuration (nats-config, nats-passwords), which need no database.
 func runAdmin(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 0 && args[0] == "rotate-key" {
-		return runRotateKey(ctx, args[1:], getenv, stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "rotate-key":
+			return runRotateKey(ctx, args[1:], getenv, stdout, stderr)
+		case "nats-config":
+			return runNATSConfig(args[1:], stdout, stderr)
+		case "nats-passwords":
+			return runNATSPasswords(args[1:], stdout, stderr)
+		}
 	}
 	return admincmd.Run(ctx, args, getenv, stdout, stderr)
 }

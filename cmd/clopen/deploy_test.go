@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"clopen.dev/pkg/platform/busauth"
 )
 
 // manifest is the part of a Kubernetes object the checks read.
@@ -42,6 +44,12 @@ type podSpec struct {
 		EnvFrom []struct {
 			SecretRef *struct{ Name string } `yaml:"secretRef"`
 		} `yaml:"envFrom"`
+		Env []struct {
+			Name      string
+			ValueFrom struct {
+				SecretKeyRef struct{ Name, Key string } `yaml:"secretKeyRef"`
+			} `yaml:"valueFrom"`
+		}
 		SecurityContext struct {
 			AllowPrivilegeEscalation *bool `yaml:"allowPrivilegeEscalation"`
 			Capabilities             struct{ Drop []string }
@@ -101,6 +109,19 @@ func TestKubernetesManifestsAreLockedDown(t *testing.T) {
 			for _, r := range []string{"cpu", "memory"} {
 				if c.Resources.Requests[r] == "" || c.Resources.Limits[r] == "" {
 					t.Errorf("%s/%s: no %s request and limit", m.Metadata.Name, c.Name, r)
+				}
+			}
+			if m.Kind == "Deployment" {
+				// Each service is itself on the bus, and nothing else.
+				var keys []string
+				for _, e := range c.Env {
+					if e.ValueFrom.SecretKeyRef.Name == natsSecret {
+						keys = append(keys, e.Name+"="+e.ValueFrom.SecretKeyRef.Key)
+					}
+				}
+				want := busauth.EnvPassword + "=" + busauth.PasswordVar(busauth.Role(m.Metadata.Name))
+				if !slices.Equal(keys, []string{want}) {
+					t.Errorf("%s/%s: bus identity from %s is %v, want only %s", m.Metadata.Name, c.Name, natsSecret, keys, want)
 				}
 			}
 			if m.Metadata.Name == "engine-worker" {

@@ -59,7 +59,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "postgres":
 		return runPostgres(ctx, args[1:], getenv, stdout, stderr)
 	case "nats":
-		return runNATS(ctx, args[1:], stdout, stderr)
+		return runNATS(ctx, args[1:], getenv, stdout, stderr)
 	case "bench":
 		return runBench(ctx, args[1:], getenv, stdout, stderr)
 	case "fakellm":
@@ -98,7 +98,8 @@ commands:
   fakellm             serve the mock LLM (Anthropic, OpenAI Chat and Responses, Gemini)
                       on loopback for running real agent CLIs without a provider
   admin <command>     operator commands on DATABASE_URL: create-tenant, create-user,
-                      create-key, list-tenants, tenant-limits, rotate-key (clopen admin help)
+                      create-key, list-tenants, tenant-limits, rotate-key,
+                      nats-config, nats-passwords (clopen admin help)
   chat [flags]        chat with a session in the terminal (gateway $CLOPEN_URL, else
                       http://$CLOPEN_HTTP_ADDR; key $CLOPEN_API_KEY or the dev key;
                       --project --session --new --engine --model)

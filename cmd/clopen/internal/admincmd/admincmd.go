@@ -31,6 +31,8 @@ commands:
   tenant-limits --tenant SLUG [--max-concurrent N|default] [--max-queued N|default]
                 shows, or sets, the tenant's admission limits (runs at once, runs waiting)
   rotate-key    re-seal every engine credential with a new master key
+  nats-config   [--helm]   the bus's identities and grants as nats-server config (no database)
+  nats-passwords           a new password for each bus identity, as an env file (no database)
 `
 
 // Run runs one admin subcommand. Output for people goes to stdout; a key
