@@ -183,12 +183,9 @@ func GrantOf(r Role) (Grant, error) {
 }
 
 func usesJetStream(g Grant) bool {
-	for _, s := range g.Publish {
-		if strings.HasPrefix(s, "$JS.") || strings.HasPrefix(s, "$KV.") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(g.Publish, func(s string) bool {
+		return strings.HasPrefix(s, "$JS.") || strings.HasPrefix(s, "$KV.")
+	})
 }
 
 // permissions is a grant as the server enforces it.

@@ -3,6 +3,8 @@ package busauth_test
 import (
 	"context"
 	"errors"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,20 +141,12 @@ func waitViolation(t *testing.T, c *client, role busauth.Role, what string) {
 	t.Errorf("%s: %s was not refused by the server", role, what)
 }
 
-var services = []busauth.Role{busauth.Gateway, busauth.Streammgr, busauth.Worker, busauth.Artifacts, busauth.Bridge}
+// services are the roles a service is given: all but the Operator.
+var services = slices.DeleteFunc(slices.Clone(busauth.Roles), func(r busauth.Role) bool { return r == busauth.Operator })
 
+// others are the services not among allowed: those a case is tried with.
 func others(allowed ...busauth.Role) []busauth.Role {
-	var out []busauth.Role
-	for _, r := range services {
-		ok := false
-		for _, a := range allowed {
-			ok = ok || a == r
-		}
-		if !ok {
-			out = append(out, r)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(services), func(r busauth.Role) bool { return slices.Contains(allowed, r) })
 }
 
 // TestForgeriesAreRefused is every forgery found by trying the open bus as
@@ -275,7 +269,7 @@ func TestServerConfigMatchesTheGrants(t *testing.T) {
 		t.Setenv(busauth.PasswordVar(r), pw[r])
 	}
 	path := t.TempDir() + "/nats.conf"
-	if err := writeFile(path, busauth.ServerConfig()); err != nil {
+	if err := os.WriteFile(path, []byte(busauth.ServerConfig()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	opts, err := server.ProcessConfigFile(path)

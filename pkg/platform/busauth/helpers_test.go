@@ -1,13 +1,10 @@
 package busauth_test
 
 import (
-	"os"
 	"slices"
 
 	"github.com/nats-io/nats-server/v2/server"
 )
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }
 
 func samePermissions(a, b *server.Permissions) bool {
 	if a == nil || b == nil {

@@ -34,11 +34,11 @@ func Connect(url, name string, logger *slog.Logger, opts ...nats.Option) (*nats.
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("nats reconnected", "url", c.ConnectedUrlRedacted()) }),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			args := []any{"err", err}
 			if sub != nil {
-				logger.Error("nats", "subject", sub.Subject, "err", err)
-				return
+				args = append(args, "subject", sub.Subject)
 			}
-			logger.Error("nats", "err", err)
+			logger.Error("nats", args...)
 		}),
 	}, opts...)...)
 	if err != nil {
