@@ -96,8 +96,9 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 }
 
 // serveWait starts a service whose one endpoint, svc.demo.wait, reports
-// its context to seen and then waits for it to end (20 s at most),
-// answering the cause.
+// its context to seen and then waits for it to end (20 s at most): past
+// the caller's deadline it fails, stopped by the service it answers the
+// cause.
 func serveWait(t *testing.T, ctx context.Context, nc *nats.Conn, seen chan<- context.Context) *svc.Server {
 	return serveWaitGrace(t, ctx, nc, seen, svc.StopGrace)
 }
@@ -116,6 +117,13 @@ func serveWaitGrace(t *testing.T, ctx context.Context, nc *nats.Conn, seen chan<
 		seen <- ctx
 		select {
 		case <-ctx.Done():
+			// Like a real handler whose query was cancelled: past the
+			// caller's deadline it fails (and Handler makes that a 504,
+			// so whichever reaches the caller first, its own timeout or
+			// this answer, is a 504); stopped by the service, it answers.
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return echoResp{}, ctx.Err()
+			}
 			return echoResp{Greeting: ctx.Err().Error()}, nil
 		case <-time.After(20 * time.Second):
 			return echoResp{Greeting: "never cancelled"}, nil
