@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +138,42 @@ func TestNoSandboxOffersNoAgent(t *testing.T) {
 	f, v, p := Offer(context.Background(), setup)
 	if len(f) != 0 || len(v) != 0 || p != nil {
 		t.Fatalf("without a sandbox Offer = %v, %v, %v; want nothing", f, v, p)
+	}
+}
+
+// An install says how far it has got while npm works, and stops saying so
+// once the install has returned. The npm here is a script that takes a second to put
+// the agent in place.
+func TestInstallReportsProgress(t *testing.T) {
+	bin := t.TempDir()
+	npm := `#!/bin/sh
+while [ "$1" != "--prefix" ]; do shift; done
+mkdir -p "$2/bin" && head -c 300000 /dev/zero > "$2/blob"
+printf '#!/bin/sh\necho 1.2.3\n' > "$2/bin/agent" && chmod +x "$2/bin/agent"
+sleep 1
+echo "added 1 package"
+`
+	if err := os.WriteFile(filepath.Join(bin, "npm"), []byte(npm), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	defer func(d time.Duration) { progressEvery = d }(progressEvery)
+	progressEvery = 200 * time.Millisecond
+
+	var out bytes.Buffer
+	root := t.TempDir()
+	if _, err := fakeSpec(nil).Install(context.Background(), root, t.TempDir(), &out); err != nil {
+		t.Fatalf("Install: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	if !strings.Contains(got, "installing codex: 0.3 MB in place after") {
+		t.Errorf("no progress line with the bytes in place in:\n%s", got)
+	}
+	time.Sleep(3 * progressEvery)
+	if out.String() != got {
+		t.Errorf("progress reported after the install returned:\n%s", out.String())
+	}
+	if v, err := fakeSpec(nil).InstalledVersion(context.Background(), root); err != nil || v != "1.2.3" {
+		t.Errorf("installed version = %q, %v", v, err)
 	}
 }

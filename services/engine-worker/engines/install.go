@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -107,9 +108,13 @@ func (s Spec) Install(ctx context.Context, enginesDir, npmCache string, out io.W
 		args = append(args, p.Name+"@"+p.Version)
 	}
 	fmt.Fprintf(out, "npm %s\n", strings.Join(args, " "))
+	out = &lockedWriter{w: out} // npm's output and the progress lines
 	cmd := exec.CommandContext(ctx, npm, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Dir = out, out, scratch
-	if err := cmd.Run(); err != nil {
+	stopProgress := s.reportProgress(out, scratch)
+	err = cmd.Run()
+	stopProgress()
+	if err != nil {
 		return false, fmt.Errorf("install %s: npm: %w", s.Type, err)
 	}
 	if v, err := s.versionAt(ctx, scratch); err != nil || v != s.Version {
@@ -122,4 +127,65 @@ func (s Spec) Install(ctx context.Context, enginesDir, npmCache string, out io.W
 		return false, fmt.Errorf("install %s: %w", s.Type, err)
 	}
 	return false, nil
+}
+
+// progressEvery is how often a running install says how far it has got:
+// npm prints nothing while it downloads, and an engine is tens to hundreds
+// of megabytes.
+var progressEvery = 10 * time.Second
+
+// reportProgress prints, every progressEvery until the returned function is
+// called, how long the install has run and how much npm has put in dir.
+// out is shared with npm's output, so it must be safe for concurrent use.
+func (s Spec) reportProgress(out io.Writer, dir string) (stop func()) {
+	start := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(progressEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				fmt.Fprintf(out, "installing %s: %s in place after %s\n", s.Type, megabytes(treeSize(dir)), time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
+
+// treeSize is the bytes of the regular files under dir; files that vanish
+// while it walks (npm renames as it goes) are skipped.
+func treeSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+func megabytes(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
+
+// lockedWriter serialises writes from npm's output copier and the progress
+// reporter.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
