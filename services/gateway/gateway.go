@@ -124,8 +124,14 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		Store: store, Auth: authn, Chats: ch, Artifacts: arts, Live: hub, Health: d.Health.Handler(), Logger: d.Logger,
 		Engines: eng,
 	})
+	stats, err := observeHub(hub)
+	if err != nil {
+		hub.Close(0)
+		return err
+	}
+	defer func() { _ = stats.Unregister() }()
 	def := DefaultConfig()
-	srv := &http.Server{Handler: rest.Handler(), ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: instrument(rest.Handler()), ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout: cmp.Or(cfg.ReadTimeout, def.ReadTimeout), WriteTimeout: cmp.Or(cfg.WriteTimeout, def.WriteTimeout),
 		IdleTimeout: cmp.Or(cfg.IdleTimeout, def.IdleTimeout)}
 	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })

@@ -53,6 +53,12 @@ func Start(ctx context.Context, getenv func(string) string, stderr io.Writer, op
 		closeAll()
 		return nil, nil, err
 	}
+	stats, err := pgdb.ObservePool(pool, opts.Name)
+	if err != nil {
+		pool.Close()
+		closeAll()
+		return nil, nil, err
+	}
 	p.Health.Add("postgres", pool.Ping)
-	return &Process{Process: p, DB: pool}, func() { pool.Close(); closeAll() }, nil
+	return &Process{Process: p, DB: pool}, func() { _ = stats.Unregister(); pool.Close(); closeAll() }, nil
 }

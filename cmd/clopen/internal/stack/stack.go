@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/metric"
 
 	"clopen.dev/pkg/platform/busauth"
 	"clopen.dev/pkg/platform/embeddednats"
@@ -80,15 +81,16 @@ type Stack struct {
 	DB     *pgxpool.Pool
 	Health *health.Registry
 
-	names    []string // the health check every started service registers
-	natsDir  string
-	natsPort int
-	users    []*server.User
-	cancel   context.CancelFunc
-	done     chan struct{}
-	err      error
-	conns    []*nats.Conn
-	mu       sync.Mutex
+	names     []string // the health check every started service registers
+	natsDir   string
+	natsPort  int
+	users     []*server.User
+	cancel    context.CancelFunc
+	done      chan struct{}
+	err       error
+	conns     []*nats.Conn
+	poolStats metric.Registration // the shared pool's statistics
+	mu        sync.Mutex
 }
 
 // Start migrates the database and starts every service. Stop (or ctx
@@ -133,6 +135,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		return fail(err)
 	}
 	s.DB = pool
+	if s.poolStats, err = pgdb.ObservePool(pool, "clopen"); err != nil {
+		return fail(err)
+	}
 	for _, sc := range Schemas {
 		if _, err := pgdb.Migrate(ctx, pool, sc, nil); err != nil {
 			return fail(err)
@@ -345,6 +350,10 @@ func (s *Stack) shutdown() {
 		c.Close()
 	}
 	s.conns = nil
+	if s.poolStats != nil {
+		_ = s.poolStats.Unregister()
+		s.poolStats = nil
+	}
 	if s.DB != nil {
 		s.DB.Close()
 		s.DB = nil

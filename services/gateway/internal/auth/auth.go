@@ -63,6 +63,7 @@ func New(store KeyStore, cfg Config, logger *slog.Logger) *Authenticator {
 	if cfg.Rate <= 0 || cfg.Burst <= 0 {
 		cfg = DefaultConfig()
 	}
+	zeroCounters(context.Background())
 	return &Authenticator{store: store, cfg: cfg, logger: logger, now: time.Now, keys: map[string]*keyState{}}
 }
 
@@ -71,20 +72,25 @@ func New(store KeyStore, cfg Config, logger *slog.Logger) *Authenticator {
 // returned as it is.
 func (a *Authenticator) Authenticate(ctx context.Context, secret string) (identity.Principal, error) {
 	if secret == "" {
+		countRejected(ctx, "missing")
 		return identity.Principal{}, apierr.New(apierr.ErrUnauthenticated, "missing api key: send Authorization: Bearer clp_...")
 	}
 	if !identity.WellFormedKey(secret) {
+		countRejected(ctx, "invalid")
 		return identity.Principal{}, apierr.New(apierr.ErrUnauthenticated, "invalid api key")
 	}
 	p, st, err := a.store.LookupKey(ctx, secret)
 	switch {
 	case errors.Is(err, apierr.ErrNotFound):
+		countRejected(ctx, "invalid")
 		return p, apierr.New(apierr.ErrUnauthenticated, "invalid api key")
 	case err != nil:
 		return p, err
 	case st.RevokedAt != nil:
+		countRejected(ctx, "revoked")
 		return identity.Principal{}, apierr.New(apierr.ErrUnauthenticated, "api key revoked")
 	case st.ExpiresAt != nil && !a.now().Before(*st.ExpiresAt):
+		countRejected(ctx, "expired")
 		return identity.Principal{}, apierr.New(apierr.ErrUnauthenticated, "api key expired")
 	}
 	if a.dueForTouch(p.KeyID) {
@@ -105,6 +111,7 @@ func (a *Authenticator) Allow(keyID string) error {
 	a.mu.Unlock()
 	if d := r.DelayFrom(a.now()); d > 0 {
 		r.CancelAt(a.now())
+		rateLimited.Add(context.Background(), 1)
 		return &apierr.RateLimitedError{RetryAfter: d}
 	}
 	return nil
