@@ -10,7 +10,8 @@ import (
 // ConfigFromEnv reads a standalone worker's configuration:
 // CLOPEN_WORKER_ID, CLOPEN_WORKER_CAPACITY, CLOPEN_WORKSPACES, CLOPEN_ENGINE_CONFIG,
 // CLOPEN_COALESCE (a duration, 0 to publish every delta), CLOPEN_SCENARIOS,
-// CLOPEN_STREAM_REPLICAS (of the buckets it declares).
+// CLOPEN_STREAM_REPLICAS (of the buckets it declares), CLOPEN_METRICS_TENANT
+// (off leaves the tenant out of the GenAI metrics).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := DefaultConfig()
 	if v := getenv("CLOPEN_WORKER_ID"); v != "" {
@@ -42,6 +43,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.Replicas = n
 	}
 	cfg.ScenarioDir = getenv("CLOPEN_SCENARIOS")
+	switch v := getenv("CLOPEN_METRICS_TENANT"); v {
+	case "", "on":
+	case "off":
+		cfg.MetricsWithoutTenant = true
+	default:
+		return cfg, fmt.Errorf("CLOPEN_METRICS_TENANT=%q: want on or off", v)
+	}
 	return cfg, nil
 }
 

@@ -95,10 +95,13 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	runsActive.Add(ctx, 1, engineAttr)
 	defer runsActive.Add(context.WithoutCancel(ctx), -1, engineAttr)
 	claimedAt := time.Now()
+	genAI := genAIAttrs(job, !w.cfg.MetricsWithoutTenant)
 	r.pub.onPublish = func(o events.Output, first bool) {
 		eventsPublished.Add(ctx, 1, engineAttr)
 		if first {
-			firstOutput.Record(ctx, time.Since(claimedAt).Seconds(), engineAttr)
+			took := time.Since(claimedAt).Seconds()
+			firstOutput.Record(ctx, took, engineAttr)
+			genAITTFT.Record(ctx, took, metric.WithAttributes(genAI...))
 		}
 	}
 
@@ -127,6 +130,10 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	_ = msg.Ack()
 	span.SetAttributes(attribute.String("clopen.run_state", string(state)))
 	runsFinished.Add(ctx, 1, metric.WithAttributes(attribute.String("engine", string(job.Engine)), attribute.String("state", string(state))))
+	r.mu.Lock()
+	res := r.result
+	r.mu.Unlock()
+	recordGenAI(ctx, genAI, time.Since(claimedAt), state, kind, res)
 }
 
 // execute runs the engine and decides the run's terminal state.

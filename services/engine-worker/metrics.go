@@ -1,8 +1,16 @@
 package worker
 
 import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"clopen.dev/pkg/events"
 )
 
 var meter = otel.Meter("clopen.dev/services/engine-worker")
@@ -26,3 +34,82 @@ var (
 		metric.WithDescription("structured generations, by engine, generator and outcome (ok or the error kind)"), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180))
 )
+
+// The OpenTelemetry GenAI client metrics, one observation per run: the
+// tokens it used (input counting cache reads and writes, as the semantic
+// conventions ask), how long it took, and how long until the engine's
+// first output.
+var (
+	genAITokens, _ = meter.Int64Histogram("gen_ai.client.token.usage",
+		metric.WithDescription("tokens used by one agent run, by token type (input, output)"), metric.WithUnit("{token}"),
+		metric.WithExplicitBucketBoundaries(1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216))
+	genAIDuration, _ = meter.Float64Histogram("gen_ai.client.operation.duration",
+		metric.WithDescription("how long one agent run took, from claim to its end"), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92, 300, 900))
+	runCost, _ = meter.Float64Counter("clopen.worker.run.cost_usd",
+		metric.WithDescription("what runs cost in US dollars, as their engines report it"))
+	genAITTFT, _ = meter.Float64Histogram("gen_ai.client.operation.time_to_first_chunk",
+		metric.WithDescription("from claim to the engine's first output, by engine, model and provider"), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
+)
+
+// genAIAttrs are the attributes of a run's GenAI metrics. withTenant adds
+// clopen.tenant (Config.MetricsWithoutTenant turns it off).
+func genAIAttrs(job events.Job, withTenant bool) []attribute.KeyValue {
+	attrs := []attribute.KeyValue{
+		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", string(job.Engine)),
+		attribute.String("gen_ai.provider.name", providerName(job)),
+		attribute.String("gen_ai.request.model", job.Model),
+	}
+	if withTenant {
+		attrs = append(attrs, attribute.String("clopen.tenant", job.Tenant))
+	}
+	return attrs
+}
+
+// providerName is the run's provider as the GenAI conventions name them:
+// the tenant's provider slug when the run names one, else the engine's own
+// vendor.
+func providerName(job events.Job) string {
+	if job.Provider != "" {
+		return job.Provider
+	}
+	switch job.Engine {
+	case events.EngineClaudeCode:
+		return "anthropic"
+	case events.EngineCodex:
+		return "openai"
+	case events.EngineGemini:
+		return "gcp.gemini"
+	case events.EngineCopilot:
+		return "github.copilot"
+	case events.EngineScripted:
+		return "clopen.scripted"
+	}
+	return "unknown"
+}
+
+// recordGenAI records one finished run: its duration (with error.type when
+// it failed) and, when the engine reported a result, its token usage.
+func recordGenAI(ctx context.Context, attrs []attribute.KeyValue, took time.Duration, state events.RunStateName, kind events.ErrorKind, res *events.Result) {
+	done := attrs
+	if state == events.RunFailed {
+		done = append(slices.Clip(attrs), attribute.String("error.type", cmp.Or(string(kind), "_OTHER")))
+	}
+	genAIDuration.Record(ctx, took.Seconds(), metric.WithAttributes(done...))
+	if res == nil {
+		return
+	}
+	runCost.Add(ctx, res.TotalCostUSD, metric.WithAttributes(attrs...))
+	u := res.Usage
+	input := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	genAITokens.Record(ctx, input, metric.WithAttributes(append(slices.Clip(attrs), attribute.String("gen_ai.token.type", "input"))...))
+	genAITokens.Record(ctx, u.OutputTokens, metric.WithAttributes(append(slices.Clip(attrs), attribute.String("gen_ai.token.type", "output"))...))
+}
+
+// zeroCounters makes the series of rare events exist from the start, so a
+// dashboard shows zero rather than no data.
+func zeroCounters(ctx context.Context) {
+	leaseFailures.Add(ctx, 0)
+}

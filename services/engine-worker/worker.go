@@ -54,6 +54,10 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// ScenarioDir holds extra scenarios for the scripted engine.
 	ScenarioDir string
+	// MetricsWithoutTenant leaves the tenant out of the GenAI metrics'
+	// attributes (CLOPEN_METRICS_TENANT=off), for a fleet with so many
+	// tenants that a series each is too many.
+	MetricsWithoutTenant bool
 }
 
 // DefaultConfig returns the configuration `clopen dev` uses.
@@ -131,6 +135,7 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	if cfg.Capacity < 1 {
 		return nil, fmt.Errorf("worker capacity %d: want at least 1", cfg.Capacity)
 	}
+	zeroCounters(context.Background())
 	if err := events.ValidToken(cfg.ID); err != nil {
 		return nil, fmt.Errorf("worker id: %w", err)
 	}

@@ -1,6 +1,8 @@
 package streammgr
 
 import (
+	"context"
+
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 )
@@ -31,3 +33,11 @@ var (
 		metric.WithDescription("from the worker emitting an event to its batch committing in Postgres"), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
 )
+
+// zeroCounters makes the series of rare events exist from the start, so a
+// dashboard shows zero rather than no data.
+func zeroCounters(ctx context.Context) {
+	for _, c := range []metric.Int64Counter{runsHeld, runsLost, pinLost, eventsDead} {
+		c.Add(ctx, 0)
+	}
+}

@@ -89,6 +89,12 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err := DeclareStreams(ctx, js, cfg.Streams); err != nil {
 		return err
 	}
+	zeroCounters(ctx)
+	jobStats, err := observeJobs(js)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = jobStats.Unregister() }()
 	m := &Manager{cfg: cfg, db: d.DB, nc: d.NATS, js: js, log: d.Logger, bus: bus{js: js, log: d.Logger}}
 	if m.flags, err = js.KeyValue(ctx, events.BucketRunCtl); err != nil {
 		return err
