@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test of every workspace module, the way CI does.
 #
+#   0. installs bubblewrap (agent sandbox) and Prometheus (dashboard test)
+#      when missing;
 #   1. makes sure a Postgres is reachable and exports DATABASE_URL:
 #      DATABASE_URL if it answers, else the server on 127.0.0.1:5432, else a
 #      private cluster started here (installing the server package if needed);
@@ -45,6 +47,15 @@ if ! command -v bwrap >/dev/null 2>&1; then
   else sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap >/dev/null; fi
 fi
 bwrap --version
+
+step "Prometheus"
+# The dashboard test scrapes a running Clopen with a real Prometheus.
+if ! command -v prometheus >/dev/null 2>&1; then
+  echo "no prometheus: installing the prometheus package"
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq prometheus >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq prometheus >/dev/null; fi
+fi
+prometheus --version 2>&1 | head -n 1
 
 step "Postgres"
 if [ -n "${DATABASE_URL:-}" ] && pg_answers "$DATABASE_URL"; then
