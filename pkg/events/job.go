@@ -29,6 +29,10 @@ type Job struct {
 	ResumeSessionID string    `json:"resumeSessionId,omitempty"`
 	RequestedBy     string    `json:"requestedBy,omitempty"`
 	QueuedAt        time.Time `json:"queuedAt"`
+	// TraceParent is the W3C trace context of the request that started the
+	// turn, so a turn dispatched later (queued behind another, or held at
+	// its tenant's limit) still joins that request's trace.
+	TraceParent string `json:"traceParent,omitempty"`
 }
 
 // Validate checks the fields a worker relies on.

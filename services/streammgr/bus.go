@@ -8,6 +8,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel/trace"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/natstrace"
@@ -33,9 +34,21 @@ func (b bus) publishJob(ctx context.Context, job events.Job) error {
 	}
 	msg := nats.NewMsg(subject)
 	msg.Data = data
+	if !trace.SpanContextFromContext(ctx).IsValid() && job.TraceParent != "" {
+		// Dispatched apart from the request (the admitter, the sweeper):
+		// the job continues the trace of the request that started it.
+		ctx = natstrace.Extract(ctx, nats.Header{events.HeaderTraceParent: {job.TraceParent}})
+	}
 	natstrace.Inject(ctx, msg.Header)
 	_, err = b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(job.RunID))
 	return err
+}
+
+// traceParent is ctx's trace context as a W3C traceparent, "" without one.
+func traceParent(ctx context.Context) string {
+	h := nats.Header{}
+	natstrace.Inject(ctx, h)
+	return h.Get(events.HeaderTraceParent)
 }
 
 // publishChat publishes chat events synchronously (request paths, not the

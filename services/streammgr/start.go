@@ -130,6 +130,7 @@ func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest
 				Model: l.Model, Provider: l.Provider, AccountID: l.AccountID, Effort: l.Effort, ProfileID: l.Profile,
 				Prompt: req.Prompt, RequestedBy: req.UserID}}
 		run.Job.RunID, run.Job.QueuedAt = run.ID, run.QueuedAt
+		run.Job.TraceParent = traceParent(ctx)
 		if err := store.InsertRun(ctx, tx, run); err != nil {
 			return err
 		}

@@ -19,6 +19,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/jsonnul"
@@ -75,6 +79,34 @@ func (e *NoResponders) Unwrap() []error { return []error{e.APIError, nats.ErrNoR
 // it). A service error comes back as *events.APIError; no responders as a
 // *NoResponders.
 func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
+	ctx, span := tracer.Start(ctx, subject, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("rpc.system", "nats"), attribute.String("messaging.destination.name", subject)))
+	defer span.End()
+	err := call(ctx, nc, subject, req, resp)
+	failed(span, err)
+	return err
+}
+
+var tracer = otel.Tracer("clopen.dev/pkg/platform/svc")
+
+// failed marks span an error when err is one: a server error or a failure
+// to get an answer, not a refusal of the request (a 4xx), which is the
+// caller's and is kept as an attribute only.
+func failed(span trace.Span, err error) {
+	if err == nil {
+		return
+	}
+	var apiErr *events.APIError
+	if errors.As(err, &apiErr) {
+		span.SetAttributes(attribute.Int("clopen.error.status", apiErr.Status), attribute.String("clopen.error.code", apiErr.Code))
+		if apiErr.Status < 500 {
+			return
+		}
+	}
+	span.SetStatus(codes.Error, err.Error())
+}
+
+func call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("encode %s request: %w", subject, err)
@@ -163,6 +195,7 @@ func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, 
 				}
 				apiErr = Errorf(http.StatusInternalServerError, "internal", "internal error")
 			}
+			failed(trace.SpanFromContext(ctx), apiErr)
 			respondErr(r, apiErr)
 			return
 		}
@@ -257,6 +290,9 @@ func (s *Server) enter() bool {
 // serve runs e under the caller's trace and deadline.
 func (s *Server) serve(e Endpoint, r micro.Request) {
 	ctx := natstrace.Extract(s.reqs, nats.Header(r.Headers()))
+	ctx, span := tracer.Start(ctx, r.Subject(), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
+		attribute.String("rpc.system", "nats"), attribute.String("messaging.destination.name", r.Subject())))
+	defer span.End()
 	timeout, ok, err := callerTimeout(r.Headers().Get(TimeoutHeader))
 	if err != nil {
 		respondErr(r, Invalid("%v", err))
