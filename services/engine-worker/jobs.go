@@ -62,8 +62,10 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 		return
 	}
 
-	ctx, span := tracer.Start(ctx, "run "+string(job.Engine), trace.WithAttributes(
+	ctx, span := tracer.Start(ctx, "invoke_agent "+string(job.Engine), trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("gen_ai.operation.name", "invoke_agent"),
+		attribute.String("gen_ai.agent.name", string(job.Engine)),
+		attribute.String("gen_ai.provider.name", providerName(job)),
 		attribute.String("gen_ai.request.model", job.Model),
 		attribute.String("gen_ai.conversation.id", job.SessionID),
 		attribute.String("clopen.run_id", job.RunID),
@@ -96,8 +98,10 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	defer runsActive.Add(context.WithoutCancel(ctx), -1, engineAttr)
 	claimedAt := time.Now()
 	genAI := genAIAttrs(job, !w.cfg.MetricsWithoutTenant)
+	spans := newRunTrace(ctx, job.Model)
 	r.pub.onPublish = func(o events.Output, first bool) {
 		eventsPublished.Add(ctx, 1, engineAttr)
+		spans.observe(o)
 		if first {
 			took := time.Since(claimedAt).Seconds()
 			firstOutput.Record(ctx, took, engineAttr)
@@ -106,6 +110,10 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	}
 
 	state, reason, errMsg, kind := w.execute(runCtx, r, log)
+	r.mu.Lock()
+	res := r.result
+	r.mu.Unlock()
+	spans.end(state, kind, errMsg, res)
 	if !r.fenced.Load() {
 		final := events.RunState{State: state, Reason: reason, Error: errMsg, ErrorKind: kind}
 		if err := r.pub.emit(final); err != nil {
@@ -128,11 +136,7 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 		}
 	}
 	_ = msg.Ack()
-	span.SetAttributes(attribute.String("clopen.run_state", string(state)))
 	runsFinished.Add(ctx, 1, metric.WithAttributes(attribute.String("engine", string(job.Engine)), attribute.String("state", string(state))))
-	r.mu.Lock()
-	res := r.result
-	r.mu.Unlock()
 	recordGenAI(ctx, genAI, time.Since(claimedAt), state, kind, res)
 }
 
