@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	clopen.dev/pkg/events v0.0.0-00010101000000-000000000000
 	github.com/cenkalti/backoff/v4 v4.3.0
+	github.com/exaring/otelpgx v0.13.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.55.0

@@ -34,7 +34,7 @@ import (
 
 // A turn posted with a traceparent is one connected tree under the
 // client's span: the gateway's HTTP span, its call to streammgr and
-// streammgr's serving of it, the worker's invoke_agent span with the GenAI
+// streammgr's serving of it and its queries, the worker's invoke_agent span with the GenAI
 // attributes, a chat span per model answer and an execute_tool span per
 // tool call. A failed run's span has error status and error.type.
 func TestATurnIsOneTrace(t *testing.T) {
@@ -90,7 +90,7 @@ func TestATurnIsOneTrace(t *testing.T) {
 	if !strings.Contains(root.GetName(), "/v1/sessions/{id}/messages") {
 		t.Errorf("the client's span's child is %q, want the gateway's POST /v1/sessions/{id}/messages", root.GetName())
 	}
-	for _, want := range []string{"svc.streammgr.start", "invoke_agent scripted", "execute_tool Bash", "execute_tool Read"} {
+	for _, want := range []string{"svc.streammgr.start", "INSERT", "invoke_agent scripted", "execute_tool Bash", "execute_tool Read"} {
 		if names[want] == 0 {
 			t.Errorf("no %q span in the turn's trace", want)
 		}
