@@ -50,6 +50,10 @@ func Start(ctx context.Context, getenv func(string) string, stderr io.Writer, op
 		Logger: logging.New(stderr, getenv(EnvLogLevel)).With("service", opts.Name),
 		Health: health.New(),
 	}
+	// Not ready until the service itself says so: it replaces this check
+	// (one named for it) once it serves, so a probe does not send work to
+	// a process whose connections are up but whose endpoints are not.
+	p.Health.Add(opts.Name, func(context.Context) error { return errors.New("starting") })
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
