@@ -32,6 +32,7 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	cancels := fs.Int("cancel", -1, "runs for the cancel-latency case (default 200)")
 	idle := fs.Int("idle", -1, "runs parked on one worker for the memory case (default 1000)")
 	keep := fs.Bool("keep", false, "keep the working directory")
+	telemetry := fs.Bool("telemetry", false, "run the streaming cases with traces off and then on (OTLP from every service), instead of the suite")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -58,6 +59,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if *runs > 0 {
 		o.Cases = []bench.Case{{Runs: *runs, Deltas: *deltas, Rate: *rate, Clients: *clients}}
 		o.Coalesced = nil
+	}
+	if *telemetry {
+		o.Telemetry, o.Baseline = true, false
 	}
 	if *cancels >= 0 {
 		o.CancelRuns = *cancels

@@ -65,6 +65,9 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "\nidle runs on one worker: %d parked of %d, %d completed after answers, %d errors\n", i.Parked, i.Runs, i.Completed, i.Errors)
 		fmt.Fprintf(w, "  worker heap per idle run %.1f KB, RSS per idle run %.1f KB\n", i.HeapPerRunBytes/1024, i.RSSPerRunBytes/1024)
 	}
+	if t := r.Telemetry; t != nil {
+		t.write(w)
+	}
 	if s := r.Slow; s != nil {
 		fmt.Fprintf(w, "\nslow WebSocket client: disconnected %v (bye %q at cursor %d), gateway RSS grew %.1f MB while %d frames were published\n",
 			s.Disconnected, s.Reason, s.ByeCursor, s.GatewayRSSGrowthMB, s.FramesSent)

@@ -31,7 +31,11 @@ type Options struct {
 	CancelRuns  int
 	IdleRuns    int
 	Baseline    bool
-	Progress    io.Writer
+	// Telemetry, instead of the suite, runs Cases twice: with traces off
+	// and with every service exporting them over OTLP (to a sink in this
+	// process), metrics on in both.
+	Telemetry bool
+	Progress  io.Writer
 	Logs        io.Writer
 }
 
@@ -46,6 +50,7 @@ type Report struct {
 	Cancel    *CancelResult  `json:"cancel,omitempty"`
 	Idle      *IdleResult    `json:"idle,omitempty"`
 	Slow      *SlowResult    `json:"slow_client,omitempty"`
+	Telemetry *TelemetryResult `json:"telemetry,omitempty"`
 }
 
 // Run measures, in this order: the raw baseline, the uncoalesced streaming
@@ -63,11 +68,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			fmt.Fprintf(o.Progress, format+"\n", args...)
 		}
 	}
+	var every []string // environment of every service
+	masterKey := NewMasterKey()
 	start := func(name string, env ...string) (*System, tenant, error) {
 		say("starting Clopen as separate processes (%s)", name)
 		capacity := max(o.IdleRuns+100, 256)
 		sys, err := StartSystem(ctx, SystemConfig{Binary: o.Binary, Dir: filepath.Join(o.Dir, name), DatabaseURL: o.DatabaseURL,
-			Workers: 1, Logs: o.Logs, WorkerEnv: append([]string{fmt.Sprintf("CLOPEN_WORKER_CAPACITY=%d", capacity)}, env...)})
+			Workers: 1, Logs: o.Logs, Env: every, MasterKey: masterKey, WorkerEnv: append([]string{fmt.Sprintf("CLOPEN_WORKER_CAPACITY=%d", capacity)}, env...)})
 		if err != nil {
 			return nil, tenant{}, err
 		}
@@ -77,6 +84,43 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, tenant{}, err
 		}
 		return sys, tn, nil
+	}
+
+	if o.Telemetry {
+		t := &TelemetryResult{}
+		for _, traced := range []bool{false, true} {
+			name, sink := "traces-off", (*otlpSink)(nil)
+			every = nil
+			if traced {
+				if sink, err = startOTLPSink(); err != nil {
+					return nil, err
+				}
+				name, every = "traces-on", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.url}
+			}
+			sys, tn, err := start(name, "CLOPEN_COALESCE=0")
+			if err != nil {
+				return nil, err
+			}
+			for _, c := range o.Cases {
+				say("stream (%s): %d runs × %d deltas at %.0f deltas/s", name, c.Runs, c.Deltas, c.Rate)
+				r, err := stream(ctx, sys, db, tn, c.Runs, c.Deltas, max(c.Clients, 1), c.Rate, o.Progress)
+				if err != nil {
+					sys.Stop()
+					return nil, err
+				}
+				if traced {
+					t.On = append(t.On, r)
+				} else {
+					t.Off = append(t.Off, r)
+				}
+			}
+			sys.Stop() // flushes the services' spans
+			if sink != nil {
+				t.Exports, t.ExportedBytes = sink.close()
+			}
+		}
+		rep.Telemetry = t
+		return rep, nil
 	}
 
 	sys, tn, err := start("uncoalesced", "CLOPEN_COALESCE=0")

@@ -43,6 +43,11 @@ type SystemConfig struct {
 	DatabaseURL string
 	Workers     int
 	WorkerEnv   []string // extra environment for workers (capacity, coalescing)
+	Env         []string // extra environment for every service (telemetry)
+	// MasterKey is artifacts' (base64); empty makes one. Systems started
+	// one after another on one database must share it: artifacts refuses a
+	// key other than the one the database's credentials are sealed with.
+	MasterKey string
 	Logs        io.Writer
 }
 
@@ -69,14 +74,17 @@ func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	s.URL = fmt.Sprintf("http://127.0.0.1:%d", httpPort)
 	base := []string{"CLOPEN_NATS_URL=" + s.NATSURL, "DATABASE_URL=" + cfg.DatabaseURL, "CLOPEN_LOG_LEVEL=" + cmp.Or(os.Getenv("CLOPEN_BENCH_LOG_LEVEL"), "error"),
 		"CLOPEN_PPROF=" + os.Getenv("CLOPEN_PPROF")}
+	base = append(base, cfg.Env...)
 	type svc struct {
 		name string
 		env  []string
 	}
-	key := make([]byte, 32)
-	_, _ = rand.Read(key) // never fails (crypto/rand)
+	masterKey := cfg.MasterKey
+	if masterKey == "" {
+		masterKey = NewMasterKey()
+	}
 	// One tenant is the whole load: its admission limits are the fleet's.
-	services := []svc{{"streammgr", []string{"CLOPEN_TENANT_MAX_CONCURRENT=10000", "CLOPEN_TENANT_MAX_QUEUED=100000"}}, {"artifacts", []string{"CLOPEN_MASTER_KEY=" + base64.StdEncoding.EncodeToString(key)}}, {"mcp-bridge", nil},
+	services := []svc{{"streammgr", []string{"CLOPEN_TENANT_MAX_CONCURRENT=10000", "CLOPEN_TENANT_MAX_QUEUED=100000"}}, {"artifacts", []string{"CLOPEN_MASTER_KEY=" + masterKey}}, {"mcp-bridge", nil},
 		// One API key drives every simulated client: lift its rate limit.
 		{"gateway", []string{fmt.Sprintf("CLOPEN_HTTP_ADDR=127.0.0.1:%d", httpPort), "CLOPEN_RATE_LIMIT=1000000", "CLOPEN_RATE_BURST=1000000", "CLOPEN_WS_MAX_PER_KEY=1000000", "CLOPEN_WS_MAX_PER_TENANT=1000000"}}}
 	for i := range max(cfg.Workers, 1) {
@@ -112,6 +120,13 @@ func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 			s.Stop()
 			return nil, fmt.Errorf("%s not ready: %w", p.name, err)
 		}
+	}
+	// A process's admin port can answer ready before the service behind it
+	// has started (its health checks are added as it starts): the gateway
+	// is ready for the load once its HTTP port accepts.
+	if err := waitTCP(ctx, strings.TrimPrefix(s.URL, "http://")); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	return s, nil
 }
@@ -340,4 +355,11 @@ func Beyond(v float64, hist map[float64]float64) (bound float64, over bool) {
 		}
 	}
 	return bound, true
+}
+
+// NewMasterKey is a random artifacts master key, base64.
+func NewMasterKey() string {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails (crypto/rand)
+	return base64.StdEncoding.EncodeToString(key)
 }
