@@ -36,20 +36,20 @@ type Options struct {
 	// process), metrics on in both.
 	Telemetry bool
 	Progress  io.Writer
-	Logs        io.Writer
+	Logs      io.Writer
 }
 
 // Report is everything measured, with ratios to the baseline.
 type Report struct {
-	At        time.Time      `json:"at"`
-	CPUs      int            `json:"cpus"`
-	Go        string         `json:"go"`
-	Baseline  *Baseline      `json:"baseline,omitempty"`
-	Streams   []StreamResult `json:"streams"`
-	Coalesced []StreamResult `json:"coalesced"`
-	Cancel    *CancelResult  `json:"cancel,omitempty"`
-	Idle      *IdleResult    `json:"idle,omitempty"`
-	Slow      *SlowResult    `json:"slow_client,omitempty"`
+	At        time.Time        `json:"at"`
+	CPUs      int              `json:"cpus"`
+	Go        string           `json:"go"`
+	Baseline  *Baseline        `json:"baseline,omitempty"`
+	Streams   []StreamResult   `json:"streams"`
+	Coalesced []StreamResult   `json:"coalesced"`
+	Cancel    *CancelResult    `json:"cancel,omitempty"`
+	Idle      *IdleResult      `json:"idle,omitempty"`
+	Slow      *SlowResult      `json:"slow_client,omitempty"`
 	Telemetry *TelemetryResult `json:"telemetry,omitempty"`
 }
 

@@ -48,7 +48,7 @@ type SystemConfig struct {
 	// one after another on one database must share it: artifacts refuses a
 	// key other than the one the database's credentials are sealed with.
 	MasterKey string
-	Logs        io.Writer
+	Logs      io.Writer
 }
 
 // StartSystem starts every process and waits until each is ready.
