@@ -36,7 +36,49 @@ const (
 	OpRunEvents      = "runs.events"
 	OpSnapshot       = "snapshot"
 	OpRebuildSession = "sessions.rebuild"
+	OpUsage          = "usage"
 )
+
+// UsageRequest asks for the usage of a tenant's recorded runs queued in
+// [From, To), summed per group. GroupBy names the dimensions (UsageGroups);
+// none sums everything into one row. ProjectID and OnlyUser narrow it.
+type UsageRequest struct {
+	Caller
+	From      time.Time `json:"from"`
+	To        time.Time `json:"to"`
+	GroupBy   []string  `json:"groupBy,omitempty"`
+	ProjectID string    `json:"projectId,omitempty"`
+	OnlyUser  string    `json:"onlyUser,omitempty"`
+}
+
+// UsageGroups are the dimensions usage can be grouped by.
+var UsageGroups = []string{"project", "user", "engine", "model"}
+
+// UsageRow is one group's sums. The dimension fields not grouped by are
+// empty. RunSeconds is the time runs took from their claim by a worker to
+// their end; a run still going counts from the claim to now.
+type UsageRow struct {
+	ProjectID                string  `json:"projectId,omitempty"`
+	UserID                   string  `json:"userId,omitempty"`
+	Engine                   string  `json:"engine,omitempty"`
+	Model                    string  `json:"model,omitempty"`
+	Runs                     int64   `json:"runs"`
+	FailedRuns               int64   `json:"failedRuns"`
+	InputTokens              int64   `json:"inputTokens"`
+	OutputTokens             int64   `json:"outputTokens"`
+	CacheReadInputTokens     int64   `json:"cacheReadInputTokens"`
+	CacheCreationInputTokens int64   `json:"cacheCreationInputTokens"`
+	CostUSD                  float64 `json:"costUsd"`
+	RunSeconds               float64 `json:"runSeconds"`
+}
+
+// UsageReply is the usage of a time range.
+type UsageReply struct {
+	From    time.Time  `json:"from"`
+	To      time.Time  `json:"to"`
+	GroupBy []string   `json:"groupBy"`
+	Rows    []UsageRow `json:"rows"`
+}
 
 // APIError is the error body every service endpoint returns; Status follows
 // HTTP so the gateway maps it once. A resource of another tenant is reported

@@ -3,7 +3,9 @@ package streammgr
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/nats-io/nats.go/micro"
@@ -45,6 +47,7 @@ func (m *Manager) endpoints(s micro.Service, srv *svc.Server) error {
 		events.OpRunGet:        svc.Handler(m.internal, m.getRun),
 		events.OpRunEvents:     svc.Handler(m.internal, m.runEvents),
 		events.OpSnapshot:      svc.Handler(m.internal, m.snapshot),
+		events.OpUsage:         svc.Handler(m.internal, m.usage),
 	} {
 		if err := add(op, h); err != nil {
 			return fmt.Errorf("endpoint %s: %w", op, err)
@@ -187,4 +190,36 @@ func (m *Manager) snapshot(ctx context.Context, req events.SessionRef) (events.S
 		}
 	}
 	return snap, nil
+}
+
+// maxUsageRange bounds one usage query: a year of runs.
+const maxUsageRange = 366 * 24 * time.Hour
+
+func (m *Manager) usage(ctx context.Context, req events.UsageRequest) (events.UsageReply, error) {
+	switch {
+	case req.From.IsZero() || req.To.IsZero():
+		return events.UsageReply{}, svc.Invalid("from and to: both are required")
+	case !req.From.Before(req.To):
+		return events.UsageReply{}, svc.Invalid("from: must be before to")
+	case req.To.Sub(req.From) > maxUsageRange:
+		return events.UsageReply{}, svc.Invalid("from, to: at most 366 days apart")
+	}
+	for i, g := range req.GroupBy {
+		if !slices.Contains(events.UsageGroups, g) {
+			return events.UsageReply{}, svc.Invalid("groupBy %q: want one of %s", g, strings.Join(events.UsageGroups, ", "))
+		}
+		if slices.Contains(req.GroupBy[:i], g) {
+			return events.UsageReply{}, svc.Invalid("groupBy %q: named twice", g)
+		}
+	}
+	for name, id := range map[string]string{"projectId": req.ProjectID, "onlyUser": req.OnlyUser} {
+		if _, err := uuid.Parse(id); id != "" && err != nil {
+			return events.UsageReply{}, svc.Invalid("%s: not an id", name)
+		}
+	}
+	rows, err := store.Usage(ctx, m.db, req.TenantID, req)
+	if err != nil {
+		return events.UsageReply{}, err
+	}
+	return events.UsageReply{From: req.From, To: req.To, GroupBy: append([]string{}, req.GroupBy...), Rows: rows}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 
 	"clopen.dev/pkg/events"
@@ -159,4 +160,10 @@ func (c *Client) RunEvents(ctx context.Context, run string, afterEpoch, afterSeq
 	r, err := get[api.RunEvents](ctx, c, p("/v1/runs/", run, "/events"), pageQuery(
 		"afterEpoch", strconv.FormatUint(afterEpoch, 10), "afterSeq", strconv.FormatUint(afterSeq, 10), "limit", strconv.Itoa(limit)))
 	return r.Events, err
+}
+
+// Usage sums recorded runs over a time range (query: from, to, groupBy,
+// projectId): the tenant's for an admin, the caller's own for a member.
+func (c *Client) Usage(ctx context.Context, query url.Values) (events.UsageReply, error) {
+	return get[events.UsageReply](ctx, c, "/v1/usage", query)
 }

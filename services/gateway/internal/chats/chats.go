@@ -267,3 +267,15 @@ func (c *Chats) Answer(ctx context.Context, p identity.Principal, session string
 		ToolUseID: a.ToolUseID, Answers: a.Answers, Decision: a.Decision, Message: a.Message}, &out)
 	return out, err
 }
+
+// Usage sums the tenant's recorded runs (admins) or the caller's own
+// (members): req's tenant and user come from p.
+func (c *Chats) Usage(ctx context.Context, p identity.Principal, req events.UsageRequest) (events.UsageReply, error) {
+	req.Caller = p.Caller()
+	if !p.IsAdmin() {
+		req.OnlyUser = p.UserID
+	}
+	var out events.UsageReply
+	err := c.call(ctx, events.OpUsage, req, &out)
+	return out, err
+}

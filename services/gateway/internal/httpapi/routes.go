@@ -92,6 +92,7 @@ func (s *Server) routes() []Route {
 		key("sessions", "POST", "/v1/sessions/{id}/answer", "Answer the run's parked question or permission prompt", handle(s, queued, s.answer)),
 
 		key("runs", "GET", "/v1/runs/{id}", "A run", handle(s, ok, s.getRun)),
+		key("usage", "GET", "/v1/usage", "Tokens, cost, runs and run time of the tenant's recorded runs (admins) or the caller's own (members), per group", handle(s, ok, s.usage), fromParam, toParam, groupByParam, usageProject),
 		key("runs", "GET", "/v1/runs/{id}/events", "A page of the run's stored engine events, in order", handle(s, ok, s.runEvents), afterEpochParam, afterSeqParam, limitParam),
 
 		key("skills", "GET", "/v1/skills", "The tenant's skills, without their bodies", handle(s, ok, s.listSkills)),
