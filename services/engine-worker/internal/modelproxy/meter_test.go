@@ -214,7 +214,7 @@ func TestStreamOutlivesTurn(t *testing.T) {
 
 	// start streams a reply that stalls after its first text delta, and
 	// returns once that delta has arrived, with the whole body to come.
-	start := func() <-chan string {
+	start := func(t *testing.T) <-chan string {
 		resp := c.stream(t, c.r.Token, "@@SLOW@@ take your time")
 		if resp == nil {
 			t.FailNow()
@@ -224,7 +224,7 @@ func TestStreamOutlivesTurn(t *testing.T) {
 		for !strings.Contains(head.String(), "text_delta") {
 			l, err := br.ReadString('\n')
 			if err != nil {
-				t.Fatalf("stream ended before its first delta: %v", err)
+				t.Fatalf("stream ended before its first delta: %v; read %q", err, head.String()+l)
 			}
 			head.WriteString(l)
 		}
@@ -239,7 +239,7 @@ func TestStreamOutlivesTurn(t *testing.T) {
 
 	t.Run("End waits for it", func(t *testing.T) {
 		sp := pool.Begin("t", "chat")
-		body := start()
+		body := start(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		began := time.Now()
@@ -256,7 +256,7 @@ func TestStreamOutlivesTurn(t *testing.T) {
 	t.Run("past End's deadline", func(t *testing.T) {
 		before := c.r.Meter.Unattributed()
 		sp := pool.Begin("t", "chat")
-		body := start()
+		body := start(t)
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
 		got, _ := sp.End(ctx)
@@ -301,6 +301,7 @@ func TestBetweenRuns(t *testing.T) {
 	if u, ok := sp.End(ctx); !ok || u != (events.TokenUsage{}) {
 		t.Errorf("a routed run with no request: %+v (%v), want zero and metered", u, ok)
 	}
+	settled(c.r.Meter)
 	if u := c.r.Meter.Unattributed(); u != (events.TokenUsage{InputTokens: 3, OutputTokens: 5}) {
 		t.Errorf("unattributed %+v, want the request made between runs", u)
 	}
