@@ -132,3 +132,41 @@ func TestRunTimingsNeverGoBackwards(t *testing.T) {
 		})
 	}
 }
+
+// TestMeteredUsageStored: the usage the worker metered, on the terminal
+// run_state, is stored beside the agent's own report and read back apart
+// from it; a run that reported none has null.
+func TestMeteredUsageStored(t *testing.T) {
+	ctx := context.Background()
+	now := time.Now().UTC()
+	reported := events.TokenUsage{InputTokens: 1, OutputTokens: 1}
+	metered := events.TokenUsage{InputTokens: 1200, OutputTokens: 340, CacheCreationInputTokens: 50, CacheReadInputTokens: 9000}
+	for _, tt := range []struct {
+		name string
+		give *events.TokenUsage
+	}{
+		{"metered", &metered},
+		{"not through the proxy", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.apply(t, []events.Output{events.RunState{State: events.RunRunning},
+				events.Result{Subtype: events.ResultSuccess, SessionID: "eng-1", NumTurns: 1, Usage: reported},
+				events.RunState{State: events.RunCompleted, MeteredUsage: tt.give}}, []time.Time{now, now, now})
+			row, err := store.LoadRun(ctx, f.db, f.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := store.Public(ctx, f.db, row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Usage == nil || *r.Usage != reported {
+				t.Errorf("usage = %+v, want the agent's report %+v", r.Usage, reported)
+			}
+			if (r.MeteredUsage == nil) != (tt.give == nil) || (tt.give != nil && *r.MeteredUsage != *tt.give) {
+				t.Errorf("meteredUsage = %+v, want %+v", r.MeteredUsage, tt.give)
+			}
+		})
+	}
+}
