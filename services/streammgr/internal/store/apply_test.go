@@ -38,6 +38,21 @@ func newFixture(t *testing.T) fixture {
 	return f
 }
 
+// public is the fixture's run as clients see it.
+func (f fixture) public(t *testing.T) events.Run {
+	t.Helper()
+	ctx := context.Background()
+	row, err := store.LoadRun(ctx, f.db, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Public(ctx, f.db, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func (f fixture) inTx(t *testing.T, fn func(pgx.Tx) error) {
 	t.Helper()
 	if err := pgx.BeginFunc(context.Background(), f.db, fn); err != nil {
@@ -111,14 +126,7 @@ func TestRunTimingsNeverGoBackwards(t *testing.T) {
 			f.apply(t, []events.Output{events.RunState{State: events.RunClaimed, Reason: "w"},
 				events.SystemInit{SessionID: "eng-1"}, events.RunState{State: events.RunCompleted}},
 				[]time.Time{q.Add(tt.claim), q.Add(tt.first), q.Add(tt.finish)})
-			row, err := store.LoadRun(ctx, f.db, f.run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := store.Public(ctx, f.db, row)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := f.public(t)
 			if r.DispatchedAt == nil || r.ClaimedAt == nil || r.FirstOutputAt == nil || r.EndedAt == nil {
 				t.Fatalf("timings missing: %+v", r)
 			}
@@ -137,7 +145,6 @@ func TestRunTimingsNeverGoBackwards(t *testing.T) {
 // run_state, is stored beside the agent's own report and read back apart
 // from it; a run that reported none has null.
 func TestMeteredUsageStored(t *testing.T) {
-	ctx := context.Background()
 	now := time.Now().UTC()
 	reported := events.TokenUsage{InputTokens: 1, OutputTokens: 1}
 	metered := events.TokenUsage{InputTokens: 1200, OutputTokens: 340, CacheCreationInputTokens: 50, CacheReadInputTokens: 9000}
@@ -153,14 +160,7 @@ func TestMeteredUsageStored(t *testing.T) {
 			f.apply(t, []events.Output{events.RunState{State: events.RunRunning},
 				events.Result{Subtype: events.ResultSuccess, SessionID: "eng-1", NumTurns: 1, Usage: reported},
 				events.RunState{State: events.RunCompleted, MeteredUsage: tt.give}}, []time.Time{now, now, now})
-			row, err := store.LoadRun(ctx, f.db, f.run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := store.Public(ctx, f.db, row)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := f.public(t)
 			if r.Usage == nil || *r.Usage != reported {
 				t.Errorf("usage = %+v, want the agent's report %+v", r.Usage, reported)
 			}
