@@ -306,3 +306,34 @@ func TestBetweenRuns(t *testing.T) {
 		t.Errorf("unattributed %+v, want the request made between runs", u)
 	}
 }
+
+// TestStreamBrokenOff: a stream the provider breaks off is still counted,
+// as far as it got, and is not left in flight for End to wait on.
+func TestStreamBrokenOff(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":7,\"output_tokens\":1}}}\n\n")
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler) // the connection drops mid-stream
+	}))
+	defer up.Close()
+	pool := &modelproxy.Pool{Dir: t.TempDir(), Options: loopback}
+	defer pool.Close()
+	c := newChat(t, pool, "t", "chat", modelproxy.Upstream{BaseURL: up.URL, Scheme: modelproxy.AnthropicKey, Secret: "real"})
+	sp := pool.Begin("t", "chat")
+	if resp := c.stream(t, c.r.Token, "hi"); resp != nil {
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	settled(c.r.Meter)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	began := time.Now()
+	got, ok := sp.End(ctx)
+	if want := (events.TokenUsage{InputTokens: 7, OutputTokens: 1}); !ok || got != want {
+		t.Errorf("metered %+v (%v), want the %+v the stream reported before it broke", got, ok, want)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("End waited %v for a response that had already broken off", d)
+	}
+}

@@ -161,10 +161,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := m.begin()
-	mw := &meteredWriter{ResponseWriter: w, rec: rec}
-	p.rp.ServeHTTP(mw, r)
-	u, ok := rec.done()
-	m.finish(rec, u, ok)
+	// Deferred: a response the provider broke off mid-stream (the reverse
+	// proxy then aborts the handler with a panic) counts as far as it got.
+	defer func() {
+		u, ok := rec.done()
+		m.finish(rec, u, ok)
+	}()
+	p.rp.ServeHTTP(&meteredWriter{ResponseWriter: w, rec: rec}, r)
 }
 
 // presented returns every credential the request carries, in any scheme.
