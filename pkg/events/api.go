@@ -243,14 +243,20 @@ type Run struct {
 	EngineSessionID string       `json:"engineSessionId,omitempty"`
 	Error           string       `json:"error,omitempty"`
 	ErrorKind       string       `json:"errorKind,omitempty"`
-	Usage           *TokenUsage  `json:"usage,omitempty"`
-	CostUSD         *float64     `json:"totalCostUsd,omitempty"`
-	ClientRequestID string       `json:"clientRequestId,omitempty"` // of the send that started it
-	QueuedAt        time.Time    `json:"queuedAt"`
-	DispatchedAt    *time.Time   `json:"dispatchedAt,omitempty"`
-	ClaimedAt       *time.Time   `json:"claimedAt,omitempty"`
-	FirstOutputAt   *time.Time   `json:"firstOutputAt,omitempty"`
-	EndedAt         *time.Time   `json:"endedAt,omitempty"`
+	// Usage is what the agent reported in its result.
+	Usage *TokenUsage `json:"usage,omitempty"`
+	// MeteredUsage is what the model proxy counted from the provider's own
+	// responses while the run ran (see RunState.MeteredUsage), so an agent
+	// cannot under-report it; null when the run did not go through the
+	// proxy (an unconfined worker, or a model server reached directly).
+	MeteredUsage    *TokenUsage `json:"meteredUsage" doc:"The tokens the model proxy counted from the provider's responses to this run, independent of the agent's own report (usage); null when the run did not go through the proxy (an unconfined worker, a model server the agent reached directly)."`
+	CostUSD         *float64    `json:"totalCostUsd,omitempty"`
+	ClientRequestID string      `json:"clientRequestId,omitempty"` // of the send that started it
+	QueuedAt        time.Time   `json:"queuedAt"`
+	DispatchedAt    *time.Time  `json:"dispatchedAt,omitempty"`
+	ClaimedAt       *time.Time  `json:"claimedAt,omitempty"`
+	FirstOutputAt   *time.Time  `json:"firstOutputAt,omitempty"`
+	EndedAt         *time.Time  `json:"endedAt,omitempty"`
 	// ArtifactRevision is the artifacts revision the run was configured from.
 	ArtifactRevision *int64 `json:"artifactRevision,omitempty"`
 }

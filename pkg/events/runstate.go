@@ -3,8 +3,8 @@ package events
 // RunState is Clopen's extension of the original EngineOutput union: a
 // transition of the run's state machine, {"type":"run_state","state",
 // "reason","error","errorKind","toolUseId","artifactRevision",
-// "reasoningEffort"} with the last six omitted when empty (reasoningEffort:
-// when nil). ToolUseID names the parked question or permission prompt of an
+// "reasoningEffort","meteredUsage"} with the last seven omitted when empty
+// (reasoningEffort and meteredUsage: when nil). ToolUseID names the parked question or permission prompt of an
 // awaiting_input state: the id a client answers. ArtifactRevision, on the
 // running transition, is the tenant's artifact revision whose content the
 // worker applied before starting the engine. The
@@ -25,6 +25,12 @@ type RunState struct {
 	// not reported, "" when the model has no effort knob. Messages of the
 	// run are stamped with it.
 	ReasoningEffort *string
+	// MeteredUsage is, on the terminal transition the worker publishes, the
+	// tokens the model proxy counted from the provider's responses to the
+	// run's chat while the run ran (independent of what the agent reports
+	// in its result): nil when the run's agent did not go through the
+	// proxy (unconfined, or a model server it reached by itself).
+	MeteredUsage *TokenUsage
 }
 
 // RunStateName is a state of a run. The vocabulary is append-only.
@@ -81,7 +87,8 @@ func (r RunState) MarshalJSON() ([]byte, error) {
 		ToolUseID string       `json:"toolUseId,omitempty"`
 		Revision  int64        `json:"artifactRevision,omitempty"`
 		Effort    *string      `json:"reasoningEffort,omitempty"`
-	}{TypeRunState, r.State, r.Reason, r.Error, r.ErrorKind, r.ToolUseID, r.ArtifactRevision, r.ReasoningEffort})
+		Metered   *TokenUsage  `json:"meteredUsage,omitempty"`
+	}{TypeRunState, r.State, r.Reason, r.Error, r.ErrorKind, r.ToolUseID, r.ArtifactRevision, r.ReasoningEffort, r.MeteredUsage})
 }
 
 // UnmarshalJSON decodes a run_state strictly, as DecodeOutput does.
@@ -101,5 +108,6 @@ func decodeRunState(d *dec) Output {
 		ErrorKind:        readEnum[ErrorKind](d, "errorKind", false),
 		ToolUseID:        d.str("toolUseId"),
 		ArtifactRevision: d.int64("artifactRevision"),
+		MeteredUsage:     decodeUsage(d, "meteredUsage"),
 	}
 }

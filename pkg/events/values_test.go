@@ -101,6 +101,8 @@ var goldenOutputs = map[string]Output{
 	"run_state_cancelling": RunState{State: RunCancelling, Reason: "user"},
 	"run_state_running":    RunState{State: RunRunning, ArtifactRevision: 3, ReasoningEffort: ptr("high")},
 	"run_state_no_effort":  RunState{State: RunRunning, ReasoningEffort: ptr("")},
+	"run_state_metered": RunState{State: RunCompleted,
+		MeteredUsage: &TokenUsage{InputTokens: 1200, OutputTokens: 340, CacheCreationInputTokens: 50, CacheReadInputTokens: 9000}},
 	"unknown": Unknown{
 		Type: "tool_progress",
 		Raw:  json.RawMessage(`{"type":"tool_progress","sessionId":"sess-A","toolUseId":"toolu_01","elapsed":1.50,"note":"<b>&</b>","nested":{"a":[1,null,"x"]}}`),

@@ -115,7 +115,7 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	r.mu.Unlock()
 	spans.end(state, kind, errMsg, res)
 	if !r.fenced.Load() {
-		final := events.RunState{State: state, Reason: reason, Error: errMsg, ErrorKind: kind}
+		final := events.RunState{State: state, Reason: reason, Error: errMsg, ErrorKind: kind, MeteredUsage: r.metered}
 		if err := r.pub.emit(final); err != nil {
 			log.ErrorContext(ctx, "publish terminal event", "err", err)
 		}
@@ -173,7 +173,7 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 		Workspace: workspace, ConfigDir: prep.configDir, Prompt: prep.prompt, Model: job.Model, Provider: job.Provider,
 		AccountID: job.AccountID, Effort: deref(effort, job.Effort), ResumeSessionID: job.ResumeSessionID, Interaction: r,
 		Permissions: r.policy}
-	runErr := eng.Run(ctx, req, r.emit)
+	runErr := w.metered(ctx, r, func() error { return eng.Run(ctx, req, r.emit) })
 	cause := context.Cause(ctx)
 	if ctx.Err() == nil {
 		cause = nil
@@ -201,6 +201,26 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 		return events.RunFailed, "", strings.Join(res.Errors, "; "), events.KindProvider
 	}
 	return events.RunCompleted, "", "", ""
+}
+
+// MeterGrace is how long the end of a run waits for the model responses its
+// chat was still receiving when the turn ended (see modelproxy.Span.End).
+const MeterGrace = 5 * time.Second
+
+// metered runs turn with the run's chat metered by the model proxies and
+// keeps what they counted on r.
+func (w *Worker) metered(ctx context.Context, r *run, turn func() error) error {
+	if w.proxies == nil {
+		return turn()
+	}
+	span := w.proxies.Begin(r.job.Tenant, r.job.SessionID)
+	err := turn()
+	end, cancel := context.WithTimeout(context.WithoutCancel(ctx), MeterGrace)
+	defer cancel()
+	if u, ok := span.End(end); ok {
+		r.metered = &u
+	}
+	return err
 }
 
 // workspace returns the run's working directory, creating it.

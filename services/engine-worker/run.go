@@ -41,6 +41,10 @@ type run struct {
 	mu     sync.Mutex
 	state  events.RunStateName
 	result *events.Result // the engine's last result
+	// metered is what the model proxy counted for the run; nil when its
+	// agent did not go through one. Only the run's own goroutine (handle)
+	// sets and reads it.
+	metered *events.TokenUsage
 }
 
 // emit is the engine.Emit of this run. A question is registered before its

@@ -30,6 +30,7 @@ import (
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/scripted"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
@@ -95,6 +96,10 @@ type Deps struct {
 	// jobs, serves its endpoints and advertises it in its heartbeat, and
 	// stops all three for a withdrawn one (its running turns go on).
 	Later func(ctx context.Context, changes engines.Changes)
+	// Proxies, when set, are the model proxies of the confined agents
+	// (engines.Sandboxing's): each run's usage as they metered it goes on
+	// its terminal event. Nil meters nothing.
+	Proxies *modelproxy.Pool
 }
 
 // Worker runs jobs. Build one with New; Run serves until ctx ends.
@@ -113,6 +118,7 @@ type Worker struct {
 	started              time.Time
 	known                map[events.EngineType]string // Deps.Versions
 	later                func(context.Context, engines.Changes)
+	proxies              *modelproxy.Pool
 
 	catalogs     catalogCache
 	artifactRevs sync.Map // tenant -> the last artifact revision applied
@@ -171,7 +177,8 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	return &Worker{cfg: cfg, nc: control, bus: d.NATS, js: js, cjs: cjs, log: d.Logger, health: d.Health, pool: engine.NewPool(factories),
 		slots: make(chan struct{}, cfg.Capacity), runs: map[string]*run{}, ctl: make(chan *nats.Msg, 1024),
 		versions: map[events.EngineType]string{}, known: maps.Clone(d.Versions), later: d.Later,
-		pulls: map[events.EngineType]context.CancelFunc{}, reserve: make(chan struct{}, 1)}, nil
+		proxies: d.Proxies,
+		pulls:   map[events.EngineType]context.CancelFunc{}, reserve: make(chan struct{}, 1)}, nil
 }
 
 // Run serves until ctx ends, then stops pulling, interrupts its runs, cancels
@@ -517,7 +524,7 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	setup.Accounts = ArtifactAccounts(p.NATS)
 	offered, versions, pending := engines.Offer(ctx, setup)
 	w, err := New(cfg, Deps{NATS: p.NATS, Control: control, Logger: p.Logger, Health: p.Health, Engines: offered, Versions: versions,
-		Later: pending.Watch})
+		Later: pending.Watch, Proxies: setup.ModelProxies()})
 	if err != nil {
 		return err
 	}

@@ -102,6 +102,19 @@ func TestOpenAPIIsTrue(t *testing.T) {
 			t.Errorf("schema %s has no properties: %s", name, doc.Components.Schemas[name])
 		}
 	}
+	// A run's metered usage is documented as nullable, and what null means.
+	var run struct {
+		Properties map[string]struct {
+			AllOf       []map[string]string `json:"allOf"`
+			Nullable    bool                `json:"nullable"`
+			Description string              `json:"description"`
+		} `json:"properties"`
+	}
+	_ = json.Unmarshal(doc.Components.Schemas["Run"], &run)
+	if m := run.Properties["meteredUsage"]; !m.Nullable || len(m.AllOf) != 1 || m.AllOf[0]["$ref"] != "#/components/schemas/TokenUsage" ||
+		!strings.Contains(m.Description, "null when the run did not go through the proxy") {
+		t.Errorf("Run.meteredUsage is documented as %+v; want a nullable TokenUsage that says when it is null", m)
+	}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

@@ -20,6 +20,7 @@ import (
 	"clopen.dev/pkg/events/plan"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/claude"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // Package is an npm package at an exact version.
@@ -170,6 +171,16 @@ func DefaultDataDir(getenv func(string) string) string {
 		base = filepath.Join(home, ".local", "share")
 	}
 	return filepath.Join(base, "clopen")
+}
+
+// ModelProxies returns the model proxies of the setup's sandbox, which
+// meter each run (worker.Deps.Proxies); nil for a nil setup, unconfined
+// agents, or none.
+func (s *Setup) ModelProxies() *modelproxy.Pool {
+	if s == nil {
+		return nil
+	}
+	return s.Sandbox.ModelProxies()
 }
 
 // Root is the install root.

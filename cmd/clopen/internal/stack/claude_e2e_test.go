@@ -60,7 +60,9 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 	sent := time.Now()
 	first := h.send(tn, s.ID, "Remember the word APPLE-7.")
 	evs := feed.waitFor(t, 60*time.Second, finished(first.RunID))
-	h.waitRunState(tn, first.RunID, events.RunCompleted)
+	if r := h.waitRunState(tn, first.RunID, events.RunCompleted); r.MeteredUsage != nil {
+		t.Errorf("an unconfined run, which no model proxy meters, has metered usage %+v", r.MeteredUsage)
+	}
 	text1, session1 := assistantOf(evs, first.RunID)
 	if text1 != "Hello from fakellm." || session1 == "" {
 		t.Fatalf("first turn's assistant message = %q in session %q; events: %s", text1, session1, summarize(evs))

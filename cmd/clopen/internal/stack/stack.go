@@ -232,7 +232,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			}
 			defer control.Close()
 			return worker.Run(ctx, wc, worker.Deps{NATS: nc, Control: control, Logger: l.With("worker_id", wc.ID),
-				Health: s.Health, Engines: offered.Engines, Versions: offered.Versions, Later: later.Watch})
+				Health: s.Health, Engines: offered.Engines, Versions: offered.Versions, Later: later.Watch, Proxies: cfg.Engines.ModelProxies()})
 		}})
 	}
 

@@ -78,6 +78,14 @@ func (s *Sandboxing) For(tenant, bin, workspace, baseURL string, state ...string
 	return &Confinement{Sandbox: s.Sandbox, Spec: spec}, nil
 }
 
+// ModelProxies returns the model proxies, nil when unconfined or without.
+func (s *Sandboxing) ModelProxies() *modelproxy.Pool {
+	if s == nil {
+		return nil
+	}
+	return s.Proxies
+}
+
 func (s *Sandboxing) proxied(baseURL string) (*modelproxy.Route, bool) {
 	if s.Proxies == nil {
 		return nil, false

@@ -24,7 +24,7 @@ func BenchmarkFirstToken(b *testing.B) {
 	defer llm.Close()
 	pool := &modelproxy.Pool{Dir: b.TempDir(), Options: loopback}
 	defer pool.Close()
-	r, err := pool.Route("t", modelproxy.Upstream{BaseURL: llm.URL, Scheme: modelproxy.AnthropicKey, Secret: "real"})
+	r, err := pool.Route("t", "chat", modelproxy.Upstream{BaseURL: llm.URL, Scheme: modelproxy.AnthropicKey, Secret: "real"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func BenchmarkFirstToken(b *testing.B) {
 		client         *http.Client
 	}{
 		{"direct", llm.URL, "real", &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}},
-		{"proxy", r.URL, r.Proxy.Token(), viaSocket},
+		{"proxy", r.URL, r.Token, viaSocket},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var sum time.Duration

@@ -9,18 +9,21 @@
 // when it is made: a name that resolves to a loopback, private, link-local
 // (cloud metadata) or otherwise non-public address is refused unless the
 // operator allows the host. On the way back the proxy counts the tokens
-// each response reports (see Meter).
+// each response reports on the Meter of the placeholder it was sent with:
+// each chat has a placeholder of its own (see Pool), so a run's usage is
+// what its chat's placeholder spent while it ran (see Span).
 package modelproxy
 
 import (
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net"
 	"net/http"
@@ -30,6 +33,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -76,11 +80,12 @@ type Upstream struct {
 type Proxy struct {
 	up     Upstream
 	base   *url.URL
-	token  string
 	rp     *httputil.ReverseProxy
-	meter  Meter
 	log    *slog.Logger
 	server *http.Server
+
+	mu     sync.Mutex
+	tokens map[[sha256.Size]byte]*Meter // by the placeholder's hash
 }
 
 // Options are what a proxy may reach and where it logs.
@@ -112,9 +117,7 @@ func New(up Upstream, opt Options) (*Proxy, error) {
 	default:
 		return nil, fmt.Errorf("model proxy: unknown credential scheme %q", up.Scheme)
 	}
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	p := &Proxy{up: up, base: base, token: TokenPrefix + hex.EncodeToString(b), log: opt.logger()}
+	p := &Proxy{up: up, base: base, log: opt.logger(), tokens: map[[sha256.Size]byte]*Meter{}}
 	base.RawQuery, base.Fragment = "", ""
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:       p.rewrite,
@@ -126,27 +129,45 @@ func New(up Upstream, opt Options) (*Proxy, error) {
 	return p, nil
 }
 
-// Token is the placeholder an agent presents in place of the credential.
-func (p *Proxy) Token() string { return p.token }
+// NewToken returns a new random placeholder.
+func NewToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return TokenPrefix + hex.EncodeToString(b)
+}
 
-// Meter is the usage of the responses this proxy passed on.
-func (p *Proxy) Meter() *Meter { return &p.meter }
+// Admit makes token a placeholder the proxy accepts, whose responses m
+// counts. Admitting a token again moves it to m.
+func (p *Proxy) Admit(token string, m *Meter) {
+	p.mu.Lock()
+	p.tokens[sha256.Sum256([]byte(token))] = m
+	p.mu.Unlock()
+}
+
+// revoke stops accepting the placeholders that m counts.
+func (p *Proxy) revoke(m *Meter) {
+	p.mu.Lock()
+	maps.DeleteFunc(p.tokens, func(_ [sha256.Size]byte, v *Meter) bool { return v == m })
+	p.mu.Unlock()
+}
 
 // ServeHTTP checks the placeholder and forwards the request.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !p.authorized(r) {
+	m := p.meterOf(r)
+	if m == nil {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"clopen model proxy: the request does not carry this run's proxy token; the agent's credential is the placeholder it was given, never a key of its own"}}`+"\n")
+		_, _ = io.WriteString(w, `{"type":"error","error":{"type":"authentication_error","message":"clopen model proxy: the request does not carry a proxy token of this chat; the agent's credential is the placeholder it was given, never a key of its own"}}`+"\n")
 		return
 	}
-	mw := &meteredWriter{ResponseWriter: w}
-	p.rp.ServeHTTP(mw, r)
-	if mw.s != nil {
-		if u, ok := mw.s.Done(); ok {
-			p.meter.add(u)
-		}
-	}
+	rec := m.begin()
+	// Deferred: a response the provider broke off mid-stream (the reverse
+	// proxy then aborts the handler with a panic) counts as far as it got.
+	defer func() {
+		u, ok := rec.done()
+		m.finish(rec, u, ok)
+	}()
+	p.rp.ServeHTTP(&meteredWriter{ResponseWriter: w, rec: rec}, r)
 }
 
 // presented returns every credential the request carries, in any scheme.
@@ -164,17 +185,26 @@ func presented(r *http.Request) []string {
 	return append(out, r.URL.Query()["key"]...)
 }
 
-// authorized reports whether the request carries the placeholder and no
-// other credential; each comparison takes the same time whatever matches.
-func (p *Proxy) authorized(r *http.Request) bool {
+// meterOf returns the Meter of the placeholder the request carries, or
+// nil when it carries none, one the proxy does not know, or another
+// credential beside it. Placeholders are looked up by their SHA-256, so
+// the time a look-up takes says nothing of how much of one was guessed.
+func (p *Proxy) meterOf(r *http.Request) *Meter {
 	creds := presented(r)
-	ok := len(creds) > 0
-	for _, c := range creds {
-		if subtle.ConstantTimeCompare([]byte(c), []byte(p.token)) != 1 {
-			ok = false
-		}
+	if len(creds) == 0 {
+		return nil
 	}
-	return ok
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var m *Meter
+	for i, c := range creds {
+		got := p.tokens[sha256.Sum256([]byte(c))]
+		if got == nil || (i > 0 && got != m) {
+			return nil
+		}
+		m = got
+	}
+	return m
 }
 
 // rewrite points the request at the provider and swaps the placeholder for
@@ -226,23 +256,23 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 // response as it is written back to the agent.
 type meteredWriter struct {
 	http.ResponseWriter
-	s *scanner // nil: not metered
+	rec *metered
 }
 
 func (w *meteredWriter) WriteHeader(code int) {
 	if code/100 == 2 {
 		mt, _, _ := mime.ParseMediaType(w.Header().Get("Content-Type"))
 		if mt == "text/event-stream" || mt == "application/json" {
-			w.s = &scanner{stream: mt == "text/event-stream"}
+			w.rec.mu.Lock()
+			w.rec.s = &scanner{stream: mt == "text/event-stream"}
+			w.rec.mu.Unlock()
 		}
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *meteredWriter) Write(p []byte) (int, error) {
-	if w.s != nil {
-		w.s.Write(p)
-	}
+	w.rec.write(p)
 	return w.ResponseWriter.Write(p)
 }
 

@@ -53,15 +53,27 @@ func upstream(t *testing.T) (*httptest.Server, *seen) {
 	return srv, s
 }
 
-func proxy(t *testing.T, up modelproxy.Upstream, opt modelproxy.Options) (*modelproxy.Proxy, *httptest.Server) {
+// testProxy is a proxy that admits one placeholder, counted on its meter.
+type testProxy struct {
+	*modelproxy.Proxy
+	token string
+	meter *modelproxy.Meter
+}
+
+func (p testProxy) Token() string            { return p.token }
+func (p testProxy) Meter() *modelproxy.Meter { return p.meter }
+
+func proxy(t *testing.T, up modelproxy.Upstream, opt modelproxy.Options) (testProxy, *httptest.Server) {
 	t.Helper()
 	p, err := modelproxy.New(up, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tp := testProxy{Proxy: p, token: modelproxy.NewToken(), meter: &modelproxy.Meter{}}
+	p.Admit(tp.token, tp.meter)
 	front := httptest.NewServer(p)
 	t.Cleanup(front.Close)
-	return p, front
+	return tp, front
 }
 
 func do(t *testing.T, req *http.Request) (int, string) {
@@ -297,23 +309,27 @@ func TestEgressRefusedAtConnect(t *testing.T) {
 	})
 }
 
-// TestPoolRoutes: a tenant's credential always gets the same proxy; another
-// tenant or key gets another, on its own port and socket.
+// TestPoolRoutes: a tenant's credential always gets the same proxy, and a
+// chat the same placeholder on it; another tenant or key gets another
+// proxy, on its own port and socket.
 func TestPoolRoutes(t *testing.T) {
 	up, got := upstream(t)
 	dir := t.TempDir()
 	pool := &modelproxy.Pool{Dir: dir, Options: loopback}
 	defer pool.Close()
-	a1, err := pool.Route("a", modelproxy.Upstream{BaseURL: up.URL, Scheme: modelproxy.AnthropicKey, Secret: "ka"})
+	a1, err := pool.Route("a", "chat", modelproxy.Upstream{BaseURL: up.URL, Scheme: modelproxy.AnthropicKey, Secret: "ka"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a2, _ := pool.Route("a", modelproxy.Upstream{BaseURL: up.URL, Scheme: modelproxy.AnthropicKey, Secret: "ka"})
-	b, _ := pool.Route("b", modelproxy.Upstream{BaseURL: up.URL, Scheme: modelproxy.AnthropicKey, Secret: "ka"})
-	if a1 != a2 || a1 == b || a1.Port == b.Port || a1.Socket == b.Socket || a1.Proxy.Token() == b.Proxy.Token() {
+	a2, _ := pool.Route("a", "chat", modelproxy.Upstream{BaseURL: up.URL, Scheme: modelproxy.AnthropicKey, Secret: "ka"})
+	b, _ := pool.Route("b", "chat", modelproxy.Upstream{BaseURL: up.URL, Scheme: modelproxy.AnthropicKey, Secret: "ka"})
+	if a1 != a2 || a1.Route == b.Route || a1.Port == b.Port || a1.Socket == b.Socket || a1.Token == b.Token || a1.Meter == b.Meter {
 		t.Fatalf("routes a %+v, a again %+v, b %+v", a1, a2, b)
 	}
-	if r, ok := pool.Lookup(b.URL); !ok || r != b {
+	if !strings.HasPrefix(a1.Token, modelproxy.TokenPrefix) || len(a1.Token) != len(modelproxy.TokenPrefix)+32 {
+		t.Errorf("token %q: want %s and 32 hex digits", a1.Token, modelproxy.TokenPrefix)
+	}
+	if r, ok := pool.Lookup(b.URL); !ok || r != b.Route {
 		t.Errorf("Lookup(%s) = %v, %v", b.URL, r, ok)
 	}
 	if fi, err := os.Stat(a1.Socket); err != nil || fi.Mode().Perm() != 0o666 || filepath.Dir(a1.Socket) != dir {
@@ -323,7 +339,7 @@ func TestPoolRoutes(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, "unix", a1.Socket)
 	}}}
 	req, _ := http.NewRequest("POST", a1.URL+"/v1/messages", strings.NewReader(`{}`))
-	req.Header.Set("X-Api-Key", a1.Proxy.Token())
+	req.Header.Set("X-Api-Key", a1.Token)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)

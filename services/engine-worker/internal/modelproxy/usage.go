@@ -3,7 +3,6 @@ package modelproxy
 import (
 	"bytes"
 	"encoding/json"
-	"sync"
 
 	"clopen.dev/pkg/events"
 )
@@ -212,28 +211,6 @@ func (s *scanner) Done() (u events.TokenUsage, ok bool) {
 // when stream is set, else one JSON document.
 func ParseUsage(body []byte, stream bool) (events.TokenUsage, bool) {
 	return ParseUsageChunks([][]byte{body}, stream)
-}
-
-// Meter adds up the usage of the responses a proxy passed on.
-type Meter struct {
-	mu       sync.Mutex
-	total    events.TokenUsage
-	requests int64
-}
-
-func (m *Meter) add(u events.TokenUsage) {
-	m.mu.Lock()
-	m.total = m.total.Add(u)
-	m.requests++
-	m.mu.Unlock()
-}
-
-// Usage returns the tokens counted so far and how many responses carried
-// usage.
-func (m *Meter) Usage() (events.TokenUsage, int64) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.total, m.requests
 }
 
 // ParseUsageChunks is ParseUsage of a body that arrives in chunks.

@@ -91,7 +91,7 @@ func (s *Server) routes() []Route {
 		key("sessions", "POST", "/v1/sessions/{id}/interrupt", "Interrupt a run (default: the active one): soft stop, session stays resumable", handle(s, queued, s.interrupt)),
 		key("sessions", "POST", "/v1/sessions/{id}/answer", "Answer the run's parked question or permission prompt", handle(s, queued, s.answer)),
 
-		key("runs", "GET", "/v1/runs/{id}", "A run", handle(s, ok, s.getRun)),
+		key("runs", "GET", "/v1/runs/{id}", "A run: its state, timings, the usage its agent reported (usage) and the usage the model proxy counted from the provider (meteredUsage, null for a run that did not go through the proxy)", handle(s, ok, s.getRun)),
 		key("usage", "GET", "/v1/usage", "Tokens, cost, runs and run time of the tenant's recorded runs (admins) or the caller's own (members), per group", handle(s, ok, s.usage), fromParam, toParam, groupByParam, usageProject),
 		key("runs", "GET", "/v1/runs/{id}/events", "A page of the run's stored engine events, in order", handle(s, ok, s.runEvents), afterEpochParam, afterSeqParam, limitParam),
 

@@ -104,6 +104,29 @@ func (s *schemas) component(t reflect.Type) string {
 	return name
 }
 
+// field is the schema of a struct field: its type's, with the field's doc
+// tag as its description, and nullable when it is a pointer that is
+// always encoded (no omitempty), so null is one of its values.
+func (s *schemas) field(f reflect.StructField) map[string]any {
+	sch := s.of(f.Type)
+	doc := f.Tag.Get("doc")
+	_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	nullable := f.Type.Kind() == reflect.Pointer && !strings.Contains(opts, "omitempty")
+	if doc == "" && !nullable {
+		return sch
+	}
+	if _, ref := sch["$ref"]; ref { // a $ref takes no siblings in OpenAPI 3.0
+		sch = map[string]any{"allOf": []any{sch}}
+	}
+	if doc != "" {
+		sch["description"] = doc
+	}
+	if nullable {
+		sch["nullable"] = true
+	}
+	return sch
+}
+
 // object describes a struct's JSON fields; embedded structs without a tag
 // are flattened, as encoding/json does.
 func (s *schemas) object(t reflect.Type) map[string]any {
@@ -124,7 +147,7 @@ func (s *schemas) object(t reflect.Type) map[string]any {
 			if name == "" {
 				name = f.Name
 			}
-			props[name] = s.of(f.Type)
+			props[name] = s.field(f)
 			if !strings.Contains(opts, "omitempty") && f.Type.Kind() != reflect.Pointer {
 				required = append(required, name)
 			}

@@ -146,10 +146,13 @@ type RunChange struct {
 	FirstOutput   bool
 	EngineSession string
 	Usage         *events.TokenUsage
-	CostUSD       *float64
-	NumTurns      *int
-	Error         string
-	ErrorKind     events.ErrorKind
+	// MeteredUsage is what the worker's model proxy counted for the run
+	// (reported with the terminal state).
+	MeteredUsage *events.TokenUsage
+	CostUSD      *float64
+	NumTurns     *int
+	Error        string
+	ErrorKind    events.ErrorKind
 	// ArtifactRevision is the artifacts revision the worker configured the
 	// run from (reported with the running state).
 	ArtifactRevision int64

@@ -42,6 +42,7 @@ func (rt *routing) state(v events.RunState) {
 	rt.out.Session.ClearActive = true
 	rt.closeStreams()
 	rt.out.Run.Error, rt.out.Run.ErrorKind = v.Error, v.ErrorKind
+	rt.out.Run.MeteredUsage = v.MeteredUsage
 	finish := events.ChatStreamFinished{ProjectID: s.run.ProjectID, ChatSessionID: s.run.SessionID, Reason: v.Reason}
 	switch v.State {
 	case events.RunCompleted:

@@ -144,7 +144,7 @@ type runAgg struct {
 	worker, engineSession string
 	claimedAt, firstAt    *time.Time
 	endedAt               *time.Time
-	usage                 []byte
+	usage, metered        []byte
 	cost                  *float64
 	turns                 *int
 	errMsg                string
@@ -176,6 +176,9 @@ func (a *runAgg) add(o router.Outcome) {
 	}
 	if c.Usage != nil {
 		a.usage, _ = json.Marshal(c.Usage)
+	}
+	if c.MeteredUsage != nil {
+		a.metered, _ = json.Marshal(c.MeteredUsage)
 	}
 	if c.CostUSD != nil {
 		a.cost = c.CostUSD
@@ -223,10 +226,11 @@ func (a *runAgg) queue(b *pgx.Batch, id string) {
 		ended_at = coalesce(ended_at,
 			CASE WHEN $14::timestamptz IS NOT NULL THEN greatest($14, first_output_at, $7, claimed_at, $6, dispatched_at, queued_at) END),
 		artifact_revision = coalesce($15, artifact_revision),
-		reasoning_effort = CASE WHEN $16::text IS NULL THEN reasoning_effort ELSE nullif($16, '') END
+		reasoning_effort = CASE WHEN $16::text IS NULL THEN reasoning_effort ELSE nullif($16, '') END,
+		metered_usage = coalesce($17::jsonb, metered_usage)
 		WHERE id = $1`,
 		id, string(a.state), int64(a.epoch), int64(a.lastSeq), a.worker, a.claimedAt, a.firstAt, a.engineSession,
-		a.usage, a.cost, a.turns, a.errMsg, string(a.errKind), a.endedAt, a.artifactRev, a.effort)
+		a.usage, a.cost, a.turns, a.errMsg, string(a.errKind), a.endedAt, a.artifactRev, a.effort, a.metered)
 }
 
 // sessAgg folds a batch's changes to one session into one UPDATE.

@@ -38,6 +38,21 @@ func newFixture(t *testing.T) fixture {
 	return f
 }
 
+// public is the fixture's run as clients see it.
+func (f fixture) public(t *testing.T) events.Run {
+	t.Helper()
+	ctx := context.Background()
+	row, err := store.LoadRun(ctx, f.db, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Public(ctx, f.db, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func (f fixture) inTx(t *testing.T, fn func(pgx.Tx) error) {
 	t.Helper()
 	if err := pgx.BeginFunc(context.Background(), f.db, fn); err != nil {
@@ -111,14 +126,7 @@ func TestRunTimingsNeverGoBackwards(t *testing.T) {
 			f.apply(t, []events.Output{events.RunState{State: events.RunClaimed, Reason: "w"},
 				events.SystemInit{SessionID: "eng-1"}, events.RunState{State: events.RunCompleted}},
 				[]time.Time{q.Add(tt.claim), q.Add(tt.first), q.Add(tt.finish)})
-			row, err := store.LoadRun(ctx, f.db, f.run)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r, err := store.Public(ctx, f.db, row)
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := f.public(t)
 			if r.DispatchedAt == nil || r.ClaimedAt == nil || r.FirstOutputAt == nil || r.EndedAt == nil {
 				t.Fatalf("timings missing: %+v", r)
 			}
@@ -128,6 +136,36 @@ func TestRunTimingsNeverGoBackwards(t *testing.T) {
 					t.Errorf("timing %d (%s) is before timing %d (%s): queued, dispatched, claimed, first output, ended = %v",
 						i, seq[i].Format(time.RFC3339Nano), i-1, seq[i-1].Format(time.RFC3339Nano), seq)
 				}
+			}
+		})
+	}
+}
+
+// TestMeteredUsageStored: the usage the worker metered, on the terminal
+// run_state, is stored beside the agent's own report and read back apart
+// from it; a run that reported none has null.
+func TestMeteredUsageStored(t *testing.T) {
+	now := time.Now().UTC()
+	reported := events.TokenUsage{InputTokens: 1, OutputTokens: 1}
+	metered := events.TokenUsage{InputTokens: 1200, OutputTokens: 340, CacheCreationInputTokens: 50, CacheReadInputTokens: 9000}
+	for _, tt := range []struct {
+		name string
+		give *events.TokenUsage
+	}{
+		{"metered", &metered},
+		{"not through the proxy", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.apply(t, []events.Output{events.RunState{State: events.RunRunning},
+				events.Result{Subtype: events.ResultSuccess, SessionID: "eng-1", NumTurns: 1, Usage: reported},
+				events.RunState{State: events.RunCompleted, MeteredUsage: tt.give}}, []time.Time{now, now, now})
+			r := f.public(t)
+			if r.Usage == nil || *r.Usage != reported {
+				t.Errorf("usage = %+v, want the agent's report %+v", r.Usage, reported)
+			}
+			if (r.MeteredUsage == nil) != (tt.give == nil) || (tt.give != nil && *r.MeteredUsage != *tt.give) {
+				t.Errorf("meteredUsage = %+v, want %+v", r.MeteredUsage, tt.give)
 			}
 		})
 	}

@@ -172,19 +172,14 @@ func Public(ctx context.Context, db DB, r RunRow) (events.Run, error) {
 	out := events.Run{ID: r.ID, SessionID: r.SessionID, ProjectID: r.ProjectID, State: r.State, Engine: r.Engine,
 		Model: r.Model, Effort: r.Effort, WorkerID: r.WorkerID, Epoch: r.Epoch, EngineSessionID: r.EngineSession,
 		ClientRequestID: r.ClientRequestID, QueuedAt: r.QueuedAt, DispatchedAt: r.DispatchedAt, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt}
-	var usage []byte
+	var usage, metered []byte
 	var errMsg, kind *string
-	err := db.QueryRow(ctx, `SELECT usage, cost_usd, error, error_kind, first_output_at, artifact_revision FROM streammgr.runs WHERE id = $1`,
-		r.ID).Scan(&usage, &out.CostUSD, &errMsg, &kind, &out.FirstOutputAt, &out.ArtifactRevision)
+	err := db.QueryRow(ctx, `SELECT usage, metered_usage, cost_usd, error, error_kind, first_output_at, artifact_revision FROM streammgr.runs WHERE id = $1`,
+		r.ID).Scan(&usage, &metered, &out.CostUSD, &errMsg, &kind, &out.FirstOutputAt, &out.ArtifactRevision)
 	if err != nil {
 		return out, notFound(err)
 	}
-	if len(usage) > 0 {
-		var u events.TokenUsage
-		if json.Unmarshal(usage, &u) == nil {
-			out.Usage = &u
-		}
-	}
+	out.Usage, out.MeteredUsage = tokenUsage(usage), tokenUsage(metered)
 	if errMsg != nil {
 		out.Error = *errMsg
 	}
@@ -226,4 +221,17 @@ func LoadRouting(ctx context.Context, db DB, run string) (Routing, error) {
 		return Routing{}, fmt.Errorf("run %s: decode job: %w", r.ID, err)
 	}
 	return rt, nil
+}
+
+// tokenUsage decodes a usage column; NULL (or a value that is not one) is
+// nil.
+func tokenUsage(col []byte) *events.TokenUsage {
+	if len(col) == 0 {
+		return nil
+	}
+	var u events.TokenUsage
+	if json.Unmarshal(col, &u) != nil {
+		return nil
+	}
+	return &u
 }

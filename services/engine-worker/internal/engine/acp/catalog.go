@@ -65,7 +65,7 @@ func (e *Engine) probeSession(ctx context.Context) (NewSessionResponse, error) {
 	if err := os.MkdirAll(cwd, 0o700); err != nil {
 		return NewSessionResponse{}, fmt.Errorf("catalog dir: %w", err)
 	}
-	l, err := e.command(home, cred, e.cfg.DefaultModel, cwd, nil)
+	l, err := e.command(home, "", cred, e.cfg.DefaultModel, cwd, nil)
 	if err != nil {
 		return NewSessionResponse{}, err
 	}

@@ -63,11 +63,11 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 	return c, nil
 }
 
-// route is the credential the process is given (see
-// engine.Sandboxing.Route): confined, the model proxy's address and
-// placeholder.
-func (e *Engine) route(c Credential) (Credential, error) {
-	r, err := e.cfg.Sandbox.Route(e.key.Tenant, engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: e.p.DefaultBaseURL,
+// route is the credential a process of chat is given (see
+// engine.Sandboxing.Route): confined, the model proxy's address and the
+// chat's placeholder.
+func (e *Engine) route(c Credential, chat string) (Credential, error) {
+	r, err := e.cfg.Sandbox.Route(e.key.Tenant, chat, engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: e.p.DefaultBaseURL,
 		Scheme: e.p.Scheme, Secret: c.APIKey, Engine: e.p.Name})
 	if err != nil || r.Meter == nil {
 		return c, err

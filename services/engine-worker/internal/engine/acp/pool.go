@@ -48,11 +48,12 @@ type launch struct {
 	confine *engine.Confinement
 }
 
-// command builds the launch of a turn: the profile's settings written into
-// home (the instance's, or a scratch one), the environment, and the
-// command line.
-func (e *Engine) command(home string, cred Credential, model, workspace string, servers []engine.MCPServer) (launch, error) {
-	cred, err := e.route(cred)
+// command builds the launch of a turn of chat ("" for none): the profile's
+// settings written into home (the instance's, or a scratch one), the
+// environment, and the command line. Confined, the credential is the
+// chat's placeholder, so a warm process serves only its own chat.
+func (e *Engine) command(home, chat string, cred Credential, model, workspace string, servers []engine.MCPServer) (launch, error) {
+	cred, err := e.route(cred, chat)
 	if err != nil {
 		return launch{}, err
 	}

@@ -35,7 +35,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		defer remove()
 		home = scratch
 	}
-	l, err := e.command(home, cred, model, req.Workspace, req.MCPServers)
+	l, err := e.command(home, req.SessionID, cred, model, req.Workspace, req.MCPServers)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	if err != nil {
 		return err
 	}
-	if cred, err = e.route(cred); err != nil {
+	if cred, err = e.route(cred, req.SessionID); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(e.home, 0o700); err != nil {

@@ -58,15 +58,16 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 // goes.
 const DefaultBaseURL = "https://api.anthropic.com"
 
-// route is the credential the process is given (see engine.Sandboxing.Route):
-// confined, the model proxy's address and placeholder, in the API-key
+// route is the credential a process of chat is given (see
+// engine.Sandboxing.Route): confined, the model proxy's address and the
+// chat's placeholder, in the API-key
 // form whichever login the proxy holds.
-func (e *Engine) route(c Credential) (Credential, error) {
+func (e *Engine) route(c Credential, chat string) (Credential, error) {
 	api := engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: DefaultBaseURL, Scheme: modelproxy.AnthropicKey, Secret: c.APIKey, Engine: "Claude Code"}
 	if c.APIKey == "" {
 		api.Scheme, api.Secret = modelproxy.AnthropicOAuth, c.OAuthToken
 	}
-	r, err := e.cfg.Sandbox.Route(e.key.Tenant, api)
+	r, err := e.cfg.Sandbox.Route(e.key.Tenant, chat, api)
 	if err != nil || r.Meter == nil {
 		return c, err
 	}

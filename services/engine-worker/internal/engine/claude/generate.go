@@ -30,7 +30,7 @@ func (e *Engine) Generate(ctx context.Context, req engine.GenerateRequest) (json
 	if err != nil {
 		return nil, err
 	}
-	if cred, err = e.route(cred); err != nil {
+	if cred, err = e.route(cred, ""); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(e.home, 0o700); err != nil {

@@ -91,7 +91,7 @@ func (e *Engine) run(ctx context.Context, req engine.Request, schema json.RawMes
 	if why := Unavailable(model, cred); why != "" {
 		return engine.Unavailable(events.EngineCodex, model, why)
 	}
-	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, cred); err != nil {
+	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, req.SessionID, cred); err != nil {
 		return err
 	}
 	h := newHome(e.cfg.StateDir, e.key.Tenant, e.key.Account, req.ConfigDir)

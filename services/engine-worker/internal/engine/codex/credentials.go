@@ -53,11 +53,12 @@ func (e EnvCredentials) Credential(_ context.Context, _, _ string) (Credential, 
 	return c, nil
 }
 
-// route is the credential an app-server confined by sb is given (see
-// engine.Sandboxing.Route): the model proxy's address and placeholder,
+// route is the credential an app-server of chat confined by sb is given
+// (see engine.Sandboxing.Route): the model proxy's address and the chat's
+// placeholder,
 // the key staying in the worker.
-func route(sb *engine.Sandboxing, tenant string, c Credential) (Credential, error) {
-	r, err := sb.Route(tenant, engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: DefaultBaseURL, Scheme: modelproxy.Bearer, Secret: c.APIKey, Engine: "Codex"})
+func route(sb *engine.Sandboxing, tenant, chat string, c Credential) (Credential, error) {
+	r, err := sb.Route(tenant, chat, engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: DefaultBaseURL, Scheme: modelproxy.Bearer, Secret: c.APIKey, Engine: "Codex"})
 	if err != nil || r.Meter == nil {
 		return c, err
 	}

@@ -45,7 +45,7 @@ func (e *Engine) readModels(ctx context.Context, configDir string) ([]ModelInfo,
 	if err != nil {
 		return nil, err
 	}
-	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, cred); err != nil {
+	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, "", cred); err != nil {
 		return nil, err
 	}
 	h := newHome(e.cfg.StateDir, e.key.Tenant, e.key.Account, configDir)

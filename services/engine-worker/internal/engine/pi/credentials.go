@@ -77,15 +77,16 @@ const (
 	openAIBaseURL    = "https://api.openai.com/v1"
 )
 
-// route is the credential a pi confined by sb is given (see
-// engine.Sandboxing.Route): the model proxy's address and placeholder,
+// route is the credential a pi of chat confined by sb is given (see
+// engine.Sandboxing.Route): the model proxy's address and the chat's
+// placeholder,
 // the key staying in the worker.
-func route(sb *engine.Sandboxing, tenant string, c Credential) (Credential, error) {
+func route(sb *engine.Sandboxing, tenant, chat string, c Credential) (Credential, error) {
 	api := engine.ModelAPI{BaseURL: c.BaseURL, DefaultURL: anthropicBaseURL, Scheme: modelproxy.AnthropicKey, Secret: c.APIKey, Engine: "pi"}
 	if c.API == APIOpenAICompletions {
 		api.DefaultURL, api.Scheme = openAIBaseURL, modelproxy.Bearer
 	}
-	r, err := sb.Route(tenant, api)
+	r, err := sb.Route(tenant, chat, api)
 	if err != nil || r.Meter == nil {
 		return c, err
 	}

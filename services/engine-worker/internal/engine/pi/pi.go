@@ -82,7 +82,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	if err != nil {
 		return err
 	}
-	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, cred); err != nil {
+	if cred, err = route(e.cfg.Sandbox, e.key.Tenant, req.SessionID, cred); err != nil {
 		return err
 	}
 	model := cmp.Or(req.Model, DefaultModel)
