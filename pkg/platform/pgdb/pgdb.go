@@ -43,7 +43,7 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	}
 	// Queries are spans under the request that makes them (none without
 	// one), named for their operation and table.
-	cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithTrimSQLInSpanName(), otelpgx.WithDisableAcquireTracer())
+	cfg.ConnConfig.Tracer = otelpgx.NewTracer(otelpgx.WithDisableAcquireTracer())
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open pool: %w", err)
