@@ -137,7 +137,7 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	}
 	_ = msg.Ack()
 	runsFinished.Add(ctx, 1, metric.WithAttributes(attribute.String("engine", string(job.Engine)), attribute.String("state", string(state))))
-	recordGenAI(ctx, genAI, time.Since(claimedAt), state, kind, res)
+	recordGenAI(ctx, genAI, time.Since(claimedAt), state, kind, res, r.metered)
 }
 
 // execute runs the engine and decides the run's terminal state.

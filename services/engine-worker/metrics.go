@@ -91,18 +91,27 @@ func providerName(job events.Job) string {
 }
 
 // recordGenAI records one finished run: its duration (with error.type when
-// it failed) and, when the engine reported a result, its token usage.
-func recordGenAI(ctx context.Context, attrs []attribute.KeyValue, took time.Duration, state events.RunStateName, kind events.ErrorKind, res *events.Result) {
+// it failed) and its token usage: what the model proxy counted when the run
+// went through it (metered), else what the engine's result reported.
+func recordGenAI(ctx context.Context, attrs []attribute.KeyValue, took time.Duration, state events.RunStateName, kind events.ErrorKind,
+	res *events.Result, metered *events.TokenUsage) {
 	done := attrs
 	if state == events.RunFailed {
 		done = append(slices.Clip(attrs), attribute.String("error.type", cmp.Or(string(kind), "_OTHER")))
 	}
 	genAIDuration.Record(ctx, took.Seconds(), metric.WithAttributes(done...))
-	if res == nil {
+	if res != nil {
+		runCost.Add(ctx, res.TotalCostUSD, metric.WithAttributes(attrs...))
+	}
+	var u events.TokenUsage
+	switch {
+	case metered != nil:
+		u = *metered
+	case res != nil:
+		u = res.Usage
+	default:
 		return
 	}
-	runCost.Add(ctx, res.TotalCostUSD, metric.WithAttributes(attrs...))
-	u := res.Usage
 	input := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
 	genAITokens.Record(ctx, input, metric.WithAttributes(append(slices.Clip(attrs), attribute.String("gen_ai.token.type", "input"))...))
 	genAITokens.Record(ctx, u.OutputTokens, metric.WithAttributes(append(slices.Clip(attrs), attribute.String("gen_ai.token.type", "output"))...))
