@@ -20,13 +20,8 @@ func TestHostileQwen(t *testing.T) {
 	tenant := func(name string) enginetest.HostileTenant {
 		e := acp.New(acp.Config{Process: engine.Process{Bin: bin, StateDir: w.StateDir(), KillGrace: time.Second, Sandbox: w.Sandbox},
 			Profile: &acp.Qwen, DefaultModel: "fake-model",
-			Credentials: acp.EnvCredentials{Profile: &acp.Qwen, BaseURL: w.BaseURL, Getenv: func(k string) string {
-				if k == "QWEN_API_KEY" {
-					return enginetest.HostileKey(name)
-				}
-				return ""
-			}},
-			Env: []string{"CLOPEN_MARK=mark-of-" + name}},
+			Credentials: acp.EnvCredentials{Profile: &acp.Qwen, BaseURL: w.BaseURL, Getenv: enginetest.HostileGetenv(name, "QWEN_API_KEY")},
+			Env:         []string{"CLOPEN_MARK=mark-of-" + name}},
 			engine.Key{Engine: acp.Qwen.Type, Tenant: name, Account: "acct"})
 		enginetest.DisposeAtCleanup(t, e)
 		return enginetest.HostileTenant{Name: name, Workspace: w.Workspace(t, name), Model: "fake-model", Engine: e}

@@ -24,12 +24,7 @@ func newHostileWorker(t *testing.T) *enginetest.HostileWorker {
 func newTenant(t *testing.T, w *enginetest.HostileWorker, name string) enginetest.HostileTenant {
 	t.Helper()
 	e := claude.New(claude.Config{Process: engine.Process{Bin: enginetest.InstalledBin(t, events.EngineClaudeCode), StateDir: w.StateDir(), KillGrace: time.Second, Sandbox: w.Sandbox},
-		Credentials: claude.EnvCredentials{BaseURL: w.BaseURL, Getenv: func(k string) string {
-			if k == "ANTHROPIC_API_KEY" {
-				return enginetest.HostileKey(name)
-			}
-			return ""
-		}}, Env: []string{"ENABLE_TOOL_SEARCH=false", "CLOPEN_MARK=mark-of-" + name}},
+		Credentials: claude.EnvCredentials{BaseURL: w.BaseURL, Getenv: enginetest.HostileGetenv(name, "ANTHROPIC_API_KEY")}, Env: []string{"ENABLE_TOOL_SEARCH=false", "CLOPEN_MARK=mark-of-" + name}},
 		engine.Key{Engine: events.EngineClaudeCode, Tenant: name, Account: "acct"})
 	enginetest.DisposeAtCleanup(t, e)
 	return enginetest.HostileTenant{Name: name, Workspace: w.Workspace(t, name), Model: claude.DefaultModel, Engine: e}

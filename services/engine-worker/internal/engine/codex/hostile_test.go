@@ -17,12 +17,7 @@ func TestHostileCodex(t *testing.T) {
 	w := enginetest.NewHostileWorker(t, enginetest.HostileConfig{Path: "/v1"})
 	bin := enginetest.InstalledBin(t, events.EngineCodex)
 	tenant := func(name string) enginetest.HostileTenant {
-		e := codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: w.StateDir(), KillGrace: time.Second, Sandbox: w.Sandbox}, Credentials: codex.EnvCredentials{BaseURL: w.BaseURL, Getenv: func(k string) string {
-			if k == "OPENAI_API_KEY" {
-				return enginetest.HostileKey(name)
-			}
-			return ""
-		}}},
+		e := codex.New(codex.Config{Process: engine.Process{Bin: bin, StateDir: w.StateDir(), KillGrace: time.Second, Sandbox: w.Sandbox}, Credentials: codex.EnvCredentials{BaseURL: w.BaseURL, Getenv: enginetest.HostileGetenv(name, "OPENAI_API_KEY")}},
 			engine.Key{Engine: events.EngineCodex, Tenant: name, Account: "acct"})
 		enginetest.DisposeAtCleanup(t, e)
 		return enginetest.HostileTenant{Name: name, Workspace: w.Workspace(t, name), Model: testModel, Engine: e}

@@ -65,6 +65,17 @@ type HostileWorker struct {
 // credentials.
 func HostileKey(tenant string) string { return "sk-key-of-" + tenant }
 
+// HostileGetenv is an environment for tenant's EnvCredentials holding
+// only variable, set to HostileKey(tenant).
+func HostileGetenv(tenant, variable string) func(string) string {
+	return func(k string) string {
+		if k == variable {
+			return HostileKey(tenant)
+		}
+		return ""
+	}
+}
+
 // NewHostileWorker starts fakellm and writes the worker's master key.
 func NewHostileWorker(t *testing.T, cfg HostileConfig) *HostileWorker {
 	t.Helper()
@@ -197,28 +208,31 @@ func HostileAttacks(t *testing.T, w *HostileWorker, a, b HostileTenant, mark str
 	t.Helper()
 	a.Sh(t, "echo hello from a")
 	must(t, os.WriteFile(filepath.Join(w.home(a.Name), "transcript-of-a.jsonl"), []byte("TRANSCRIPT_OF_A"), 0o644))
-	attacks := []struct{ name, command, leak string }{
+	type attack struct{ name, command, leak string }
+	attacks := []attack{
 		{"read the other tenant's workspace", "cat " + filepath.Join(a.Workspace, ".env"), "SECRET_OF_" + a.Name},
 		{"read the other tenant's engine state", "cat " + filepath.Join(w.home(a.Name), "transcript-of-a.jsonl"), "TRANSCRIPT_OF_A"},
 		{"read the worker's master key", "cat " + filepath.Join(w.Root, "data", "secret.key"), hostileMasterKey},
 		{"read another process's environment", "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a -o '" + unmatched(mark) + "' | head -1", mark},
-		{"connect to NATS", "timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222 && echo OPEN$((4000+222))'", "OPEN4222"},
-		{"connect to Postgres", "timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432 && echo OPEN$((5000+432))'", "OPEN5432"},
-		{"connect to another host", "timeout 3 bash -c 'exec 3<>/dev/tcp/1.1.1.1/80 && echo OPEN$((40+40))'", "OPEN80"},
-		{"kill the other tenant's processes", "for p in /proc/[0-9]*; do grep -qa '" + unmatched(mark) + "' $p/environ 2>/dev/null && kill -9 ${p#/proc/} && echo KILL$((1+1))ED; done; true", "KILL2ED"},
 	}
 	if key := HostileKey(a.Name); key != mark {
 		// Proxied, a's key is not in its environment either.
-		attacks = append(attacks, struct{ name, command, leak string }{"read another process's provider key",
+		attacks = append(attacks, attack{"read another process's provider key",
 			"cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a -o '" + unmatched(key) + "' | head -1", key})
 	}
 	if w.cfg.Proxied {
 		// The agent's own environment and state hold no key of its
 		// tenant's: the run's model proxy holds it.
 		key := HostileKey(b.Name)
-		attacks = append(attacks, struct{ name, command, leak string }{"read its own provider key",
+		attacks = append(attacks, attack{"read its own provider key",
 			"env | grep -a -o '" + unmatched(key) + "' | head -1; grep -rao '" + unmatched(key) + "' $HOME 2>/dev/null | head -1", key})
 	}
+	// Killing comes last: unconfined, it ends a's processes.
+	attacks = append(attacks,
+		attack{"connect to NATS", "timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/4222 && echo OPEN$((4000+222))'", "OPEN4222"},
+		attack{"connect to Postgres", "timeout 3 bash -c 'exec 3<>/dev/tcp/127.0.0.1/5432 && echo OPEN$((5000+432))'", "OPEN5432"},
+		attack{"connect to another host", "timeout 3 bash -c 'exec 3<>/dev/tcp/1.1.1.1/80 && echo OPEN$((40+40))'", "OPEN80"},
+		attack{"kill the other tenant's processes", "for p in /proc/[0-9]*; do grep -qa '" + unmatched(mark) + "' $p/environ 2>/dev/null && kill -9 ${p#/proc/} && echo KILL$((1+1))ED; done; true", "KILL2ED"})
 	for _, at := range attacks {
 		t.Run(at.name, func(t *testing.T) {
 			if out := b.Sh(t, at.command); strings.Contains(out, at.leak) {

@@ -18,12 +18,7 @@ func TestHostilePi(t *testing.T) {
 	bin := enginetest.InstalledBin(t, events.EnginePi)
 	tenant := func(name string) enginetest.HostileTenant {
 		e := pi.New(pi.Config{Process: engine.Process{Bin: bin, StateDir: w.StateDir(), KillGrace: time.Second, Sandbox: w.Sandbox},
-			Credentials: pi.EnvCredentials{BaseURL: w.BaseURL, Getenv: func(k string) string {
-				if k == "ANTHROPIC_API_KEY" {
-					return enginetest.HostileKey(name)
-				}
-				return ""
-			}}},
+			Credentials: pi.EnvCredentials{BaseURL: w.BaseURL, Getenv: enginetest.HostileGetenv(name, "ANTHROPIC_API_KEY")}},
 			engine.Key{Engine: events.EnginePi, Tenant: name, Account: "acct"})
 		enginetest.DisposeAtCleanup(t, e)
 		return enginetest.HostileTenant{Name: name, Workspace: w.Workspace(t, name), Model: testModel, Engine: e}
