@@ -1,18 +1,12 @@
 package acp_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine/acp"
@@ -33,50 +27,13 @@ func TestConvertGolden(t *testing.T) {
 	if *record {
 		t.Run("record", recordTranscripts)
 	}
-	files, _ := filepath.Glob("testdata/*.jsonl")
-	if len(files) < 20 {
-		t.Fatalf("found %d transcripts in testdata, want the captures and the recordings", len(files))
-	}
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			p := profileOf(name)
-			turns := replay(t, p, file)
-			if len(turns) == 0 {
-				t.Fatal("no turn in the transcript")
-			}
-			var got []json.RawMessage
-			for i, turn := range turns {
-				complete := len(turn) > 0 && turn[len(turn)-1].OutputType() == events.TypeResult
-				init := events.SystemInit{SessionID: "s", Engine: p.Type}
-				for _, err := range enginetest.CheckTurn(p.Type, append([]events.Output{init}, turn...), complete) {
-					t.Errorf("turn %d: %v", i, err)
-				}
-				for _, o := range turn {
-					b, err := events.EncodeOutput(o)
-					if err != nil {
-						t.Fatalf("encode %s: %v", o.OutputType(), err)
-					}
-					got = append(got, b)
-				}
-			}
-			gotJSON, _ := json.MarshalIndent(got, "", "  ")
-			golden := filepath.Join("testdata", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, append(gotJSON, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestConvertGolden -update)", err)
-			}
-			if diff := cmp.Diff(strings.TrimSpace(string(want)), strings.TrimSpace(string(gotJSON))); diff != "" {
-				t.Errorf("outputs differ from %s (-want +got):\n%s", golden, diff)
-			}
-		})
-	}
+	// The adapter emits the turn's system_init itself; the replay does not.
+	enginetest.Golden(t, enginetest.Goldens{MinFiles: 20, Convert: replay, Update: *update,
+		Check: func(name string, turn []events.Output) []error {
+			typ := profileOf(name).Type
+			init := events.SystemInit{SessionID: "s", Engine: typ}
+			return enginetest.CheckTurn(typ, append([]events.Output{init}, turn...), enginetest.Complete(turn))
+		}})
 }
 
 // profileOf picks the profile of a transcript by its name; the Claude and
@@ -105,13 +62,8 @@ type wireLine struct {
 // to it; updates in between are converted, permission requests folded in
 // and, when the client rejected one, the call's refusal recorded. It
 // returns one []Output per turn (without the adapter's system_init).
-func replay(t *testing.T, p *acp.Profile, file string) [][]events.Output {
-	t.Helper()
-	name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+func replay(t *testing.T, name string, lines [][]byte) [][]events.Output {
+	p := profileOf(name)
 	var (
 		turns    [][]events.Output
 		cur      []events.Output
@@ -121,12 +73,10 @@ func replay(t *testing.T, p *acp.Profile, file string) [][]events.Output {
 		perms    = map[string]string{} // permission request id → tool call id
 		kinds    = map[string]map[string]string{}
 	)
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 8<<20)
-	for sc.Scan() {
+	for _, line := range lines {
 		var l wireLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			t.Fatalf("line %.80s: %v", sc.Bytes(), err)
+		if err := json.Unmarshal(line, &l); err != nil {
+			t.Fatalf("line %.80s: %v", line, err)
 		}
 		if s := l.Sent; s != nil {
 			switch {

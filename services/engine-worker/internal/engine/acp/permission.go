@@ -29,15 +29,10 @@ func (t *turn) permission(ctx context.Context, f Frame) error {
 		return t.a.p.conn.Reply(f.ID, map[string]any{"outcome": map[string]any{"outcome": "cancelled"}})
 	}
 	t.open[string(f.ID)] = f.ID
-	t.asks.Add(1)
-	go func() {
-		defer t.asks.Done()
+	t.dialogs.Go(ctx, func(ctx context.Context) decision {
 		d, err := t.req.Interaction.Permit(ctx, engine.PermissionRequest{ToolUseID: r.ToolCall.ToolCallID, Tool: name, Input: input})
-		select {
-		case t.decisions <- decision{reqID: f.ID, toolID: r.ToolCall.ToolCallID, allow: d.Allow, msg: d.Message, err: err, opts: r.Options}:
-		case <-ctx.Done():
-		}
-	}()
+		return decision{reqID: f.ID, toolID: r.ToolCall.ToolCallID, allow: d.Allow, msg: d.Message, err: err, opts: r.Options}
+	})
 	return nil
 }
 

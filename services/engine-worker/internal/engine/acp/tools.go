@@ -4,10 +4,9 @@ import (
 	"cmp"
 	"encoding/json"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
 )
 
 // kindTools is the canonical tool of each ACP tool kind, for calls whose
@@ -170,9 +169,9 @@ func canonicalInput(tool string, c *call) json.RawMessage {
 	for k, v := range c.RawInput {
 		name, ok := aliases[k]
 		if !ok {
-			name = camel(k)
+			name = engine.CamelCase(k)
 		}
-		if _, taken := out[name]; taken && name != camel(k) {
+		if _, taken := out[name]; taken && name != engine.CamelCase(k) {
 			continue // the field's own canonical name wins over an alias
 		}
 		out[name] = v
@@ -225,23 +224,4 @@ func mustJSON(v any) json.RawMessage {
 		return json.RawMessage(`null`)
 	}
 	return b
-}
-
-// camel turns snake_case into camelCase; other names are returned as they are.
-func camel(s string) string {
-	if !strings.Contains(s, "_") {
-		return s
-	}
-	parts := strings.Split(s, "_")
-	var b strings.Builder
-	b.WriteString(parts[0])
-	for _, p := range parts[1:] {
-		if p == "" {
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(p)
-		b.WriteRune(unicode.ToUpper(r))
-		b.WriteString(p[size:])
-	}
-	return b.String()
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io/fs"
 	"log/slog"
-	"sync"
 	"time"
 
 	"clopen.dev/pkg/events"
@@ -25,8 +24,7 @@ type turn struct {
 	emitFn  engine.Emit
 	secrets []string
 
-	decisions chan decision
-	asks      sync.WaitGroup
+	dialogs   *engine.Dialogs[decision]  // permission prompts being decided
 	open      map[string]json.RawMessage // permission requests not yet answered: request id → tool call id
 	cancelled bool                       // hard stop: nothing more goes out
 	gaveUp    *engine.Error              // the agent retried past the budget: the turn fails with this
@@ -50,12 +48,8 @@ type decision struct {
 func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 	c := t.a.p.conn
 	t.drainStale()
-	askCtx, stopAsks := context.WithCancelCause(ctx)
-	defer func() {
-		stopAsks(errTurnOver)
-		t.asks.Wait()
-	}()
-	t.decisions = make(chan decision, 8)
+	t.dialogs = engine.NewDialogs[decision](ctx)
+	defer t.dialogs.Stop()
 	t.open = map[string]json.RawMessage{}
 	promptID, err := c.Start("session/prompt", map[string]any{"sessionId": sid,
 		"prompt": promptBlocks(t.req, t.a.info.AgentCapabilities.PromptCapabilities)})
@@ -83,7 +77,7 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 				}
 				return t.end(ctx, f, interrupted)
 			}
-			if err := t.frame(askCtx, sid, f); err != nil {
+			if err := t.frame(t.dialogs.Context(), sid, f); err != nil {
 				t.abandon()
 				return false, err
 			}
@@ -111,7 +105,7 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 		}
 		select {
 		case <-c.inbox.Notify():
-		case d := <-t.decisions:
+		case d := <-t.dialogs.Answers():
 			if err := t.answer(d); err != nil {
 				t.abandon()
 				return false, err
@@ -142,7 +136,7 @@ func (t *turn) run(ctx context.Context, sid string) (reusable bool, err error) {
 			deadline = time.After(min(giveUpGrace, t.e.cfg.InterruptGrace))
 		case <-done:
 			done = nil
-			stopAsks(context.Cause(ctx))
+			t.dialogs.Cancel(context.Cause(ctx))
 			if err := c.Notify("session/cancel", map[string]any{"sessionId": sid}); err != nil {
 				t.log.Warn("acp: send session/cancel", "err", err)
 			}
@@ -177,9 +171,6 @@ func (t *turn) giveUp() error {
 	}
 	return t.gaveUp
 }
-
-// errTurnOver ends the permission prompts still parked when a turn ends.
-var errTurnOver = errors.New("turn over")
 
 // end handles the prompt's response.
 func (t *turn) end(ctx context.Context, f Frame, interrupted bool) (bool, error) {

@@ -1,17 +1,9 @@
 package claude_test
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine/claude"
@@ -27,69 +19,28 @@ var fixedNow = func() time.Time { return time.Date(2026, 11, 29, 12, 0, 0, 0, ti
 // captures of 2.1.197 and 2.1.332, and recordings of the pinned CLI against
 // fakellm) and compares the outputs with testdata/<name>.golden.json. Lines
 // the host wrote ({"_sent": …}) are skipped; each result starts a new turn
-// (a new converter), as in the adapter. Every complete turn must also obey
-// the event contract's structural rules.
+// (a new converter), as in the adapter. Every complete turn that starts
+// with its system_init must also obey the event contract's structural rules.
 func TestConvertGolden(t *testing.T) {
 	if *record {
 		t.Run("record", recordTranscripts)
 	}
-	files, _ := filepath.Glob("testdata/*.jsonl")
-	if len(files) < 10 {
-		t.Fatalf("found %d transcripts in testdata, want the captures and the recordings", len(files))
-	}
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			turns := convertFile(t, file)
-			var got []json.RawMessage
-			for i, turn := range turns {
-				if complete := len(turn) > 0 && turn[len(turn)-1].OutputType() == events.TypeResult; complete && hasInit(turn) {
-					for _, err := range enginetest.CheckTurn(events.EngineClaudeCode, turn, true) {
-						t.Errorf("turn %d: %v", i, err)
-					}
-				}
-				for _, o := range turn {
-					b, err := events.EncodeOutput(o)
-					if err != nil {
-						t.Fatalf("encode %s: %v", o.OutputType(), err)
-					}
-					got = append(got, b)
-				}
+	enginetest.Golden(t, enginetest.Goldens{Engine: events.EngineClaudeCode, MinFiles: 10, Convert: convert, Update: *update,
+		Check: func(_ string, turn []events.Output) []error {
+			if _, init := turn[0].(events.SystemInit); !init || !enginetest.Complete(turn) {
+				return nil
 			}
-			gotJSON, _ := json.MarshalIndent(got, "", "  ")
-			golden := filepath.Join("testdata", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, append(gotJSON, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestConvertGolden -update)", err)
-			}
-			if diff := cmp.Diff(strings.TrimSpace(string(want)), strings.TrimSpace(string(gotJSON))); diff != "" {
-				t.Errorf("outputs differ from %s (-want +got):\n%s", golden, diff)
-			}
-		})
-	}
+			return enginetest.CheckTurn(events.EngineClaudeCode, turn, true)
+		}})
 }
 
-// convertFile converts a transcript, one []Output per turn.
-func convertFile(t *testing.T, file string) [][]events.Output {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+// convert converts a transcript, one []Output per turn.
+func convert(t *testing.T, _ string, lines [][]byte) [][]events.Output {
 	var turns [][]events.Output
 	var cur []events.Output
 	conv := &claude.Converter{Now: fixedNow}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 4<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if bytes.HasPrefix(line, []byte(`{"_sent"`)) {
+	for _, line := range lines {
+		if enginetest.HostLine(line) {
 			continue
 		}
 		l, err := claude.DecodeLine(line)
@@ -106,9 +57,4 @@ func convertFile(t *testing.T, file string) [][]events.Output {
 		turns = append(turns, cur)
 	}
 	return turns
-}
-
-func hasInit(outs []events.Output) bool {
-	_, ok := outs[0].(events.SystemInit)
-	return ok
 }

@@ -23,8 +23,7 @@ type turn struct {
 	log  *slog.Logger
 	conv Converter
 
-	answers  chan answer    // decided permission prompts, to write back
-	asks     sync.WaitGroup // prompt goroutines in flight
+	dialogs  *engine.Dialogs[answer] // permission prompts being decided
 	toolUses map[string]bool
 	unknown  *sync.Map // line types already reported as unknown, per instance
 	session  string    // the engine session the CLI reports
@@ -49,12 +48,8 @@ type outcome struct {
 // waits for its result; anything else (cancel) also asks, emits nothing
 // more, and stops the process group at the result or after cancelGrace.
 func (t *turn) run(ctx context.Context) (outcome, error) {
-	askCtx, stopAsks := context.WithCancelCause(ctx)
-	defer func() {
-		stopAsks(errTurnOver)
-		t.asks.Wait()
-	}()
-	t.answers = make(chan answer, 8)
+	t.dialogs = engine.NewDialogs[answer](ctx)
+	defer t.dialogs.Stop()
 	if err := t.p.prompt(promptContent(t.req)); err != nil {
 		return outcome{}, t.crashed(fmt.Errorf("write prompt: %w", err))
 	}
@@ -87,7 +82,7 @@ func (t *turn) run(ctx context.Context) (outcome, error) {
 				}
 				continue
 			}
-			end, err := t.line(askCtx, l)
+			end, err := t.line(t.dialogs.Context(), l)
 			if err != nil {
 				return outcome{}, err
 			}
@@ -100,7 +95,7 @@ func (t *turn) run(ctx context.Context) (outcome, error) {
 		}
 		select {
 		case <-t.p.lines.Notify():
-		case a := <-t.answers:
+		case a := <-t.dialogs.Answers():
 			if err := t.p.respond(a.id, a.response); err != nil {
 				t.log.Warn("claude: answer permission prompt", "err", err)
 			}
@@ -135,9 +130,6 @@ func (t *turn) endInterrupted() error {
 		Errors: []string{"Interrupted by user"}})
 	return t.emitAll(outs)
 }
-
-// errTurnOver ends the permission prompts still parked when a turn ends.
-var errTurnOver = errors.New("turn over")
 
 // line handles one stdout line; end is true for the turn's result.
 func (t *turn) line(ctx context.Context, l Line) (end bool, err error) {
@@ -204,15 +196,9 @@ func (t *turn) controlRequest(ctx context.Context, l Line) error {
 			return err
 		}
 	}
-	t.asks.Add(1)
-	go func() {
-		defer t.asks.Done()
-		resp := t.decide(ctx, name, ask, r)
-		select {
-		case t.answers <- answer{id: l.RequestID, response: resp}:
-		case <-ctx.Done():
-		}
-	}()
+	t.dialogs.Go(ctx, func(ctx context.Context) answer {
+		return answer{id: l.RequestID, response: t.decide(ctx, name, ask, r)}
+	})
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
-	"clopen.dev/services/engine-worker/internal/engine/claude"
 	"clopen.dev/services/engine-worker/internal/engine/enginetest"
 )
 
@@ -25,9 +24,9 @@ func TestSandboxTTFT(t *testing.T) {
 	}
 	rounds := 5
 	confined := newHostileWorker(t)
-	t.Setenv(hostileUnconfined, "1")
+	t.Setenv(enginetest.HostileUnconfined, "1")
 	bare := newHostileWorker(t)
-	ws := map[string]*tenant{"sandbox": confined.tenant(t, "tenant-s"), "none": bare.tenant(t, "tenant-n")}
+	ws := map[string]enginetest.HostileTenant{"sandbox": newTenant(t, confined, "tenant-s"), "none": newTenant(t, bare, "tenant-n")}
 	first, follow := map[string][]time.Duration{}, map[string][]time.Duration{}
 	for range rounds {
 		for _, mode := range []string{"none", "sandbox"} {
@@ -47,13 +46,13 @@ func TestSandboxTTFT(t *testing.T) {
 		float64(median(follow["sandbox"]))/float64(median(follow["none"])))
 }
 
-func ttftTurn(t *testing.T, tn *tenant, session, resume string) (time.Duration, string) {
+func ttftTurn(t *testing.T, tn enginetest.HostileTenant, session, resume string) (time.Duration, string) {
 	t.Helper()
 	rec := enginetest.NewRecorder()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := tn.eng.Run(ctx, engine.Request{Tenant: tn.name, RunID: uuid.NewString(), SessionID: session,
-		Workspace: tn.workspace, Prompt: []events.Block{events.TextBlock{Text: "hi"}}, Model: claude.DefaultModel,
+	if err := tn.Engine.Run(ctx, engine.Request{Tenant: tn.Name, RunID: uuid.NewString(), SessionID: session,
+		Workspace: tn.Workspace, Prompt: []events.Block{events.TextBlock{Text: "hi"}}, Model: tn.Model,
 		ResumeSessionID: resume, Interaction: rec}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,9 @@ package claude
 
 import (
 	"encoding/json"
-	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
 )
 
 // ToolName maps a Claude Code tool name to its canonical name. Claude's
@@ -43,7 +41,7 @@ func CanonicalInput(tool string, raw json.RawMessage) json.RawMessage {
 	for k, v := range fields {
 		name, ok := inputRenames[k]
 		if !ok {
-			name = camel(k)
+			name = engine.CamelCase(k)
 		}
 		out[name] = v
 	}
@@ -58,23 +56,4 @@ func CanonicalInput(tool string, raw json.RawMessage) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return b
-}
-
-// camel turns snake_case into camelCase; other names are returned as they are.
-func camel(s string) string {
-	if !strings.Contains(s, "_") {
-		return s
-	}
-	parts := strings.Split(s, "_")
-	var b strings.Builder
-	b.WriteString(parts[0])
-	for _, p := range parts[1:] {
-		if p == "" {
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(p)
-		b.WriteRune(unicode.ToUpper(r))
-		b.WriteString(p[size:])
-	}
-	return b.String()
 }

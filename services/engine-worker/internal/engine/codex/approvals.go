@@ -73,15 +73,7 @@ func (t *turn) ask(ctx context.Context, id json.RawMessage, decide func(context.
 	if err := t.emitAll(t.conv.Take()); err != nil {
 		return err
 	}
-	t.asks.Add(1)
-	go func() {
-		defer t.asks.Done()
-		a := decide(ctx)
-		select {
-		case t.answers <- a:
-		case <-ctx.Done():
-		}
-	}()
+	t.dialogs.Go(ctx, decide)
 	return nil
 }
 

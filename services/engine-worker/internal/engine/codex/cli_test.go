@@ -17,20 +17,8 @@ import (
 // the turn took.
 func runTurn(t *testing.T, e engine.Engine, chat, ws, prompt, resume string) (events.Result, time.Duration, error) {
 	t.Helper()
-	rec := enginetest.NewRecorder()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	began := time.Now()
-	err := e.Run(ctx, engine.Request{Tenant: "t", RunID: uuid.NewString(), SessionID: chat, Workspace: ws,
-		Prompt: []events.Block{events.TextBlock{Text: prompt}}, Model: testModel, ResumeSessionID: resume,
-		Interaction: rec}, rec.Emit)
-	took := time.Since(began)
-	outs := rec.Outputs()
-	if len(outs) == 0 {
-		return events.Result{}, took, err
-	}
-	res, _ := outs[len(outs)-1].(events.Result)
-	return res, took, err
+	return enginetest.RunTurn(t, e, engine.Request{Tenant: "t", SessionID: chat, Workspace: ws,
+		Prompt: []events.Block{events.TextBlock{Text: prompt}}, Model: testModel, ResumeSessionID: resume})
 }
 
 // TestWarmAppServer: a chat's next turn runs on the app-server its last

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -18,53 +17,40 @@ var errClosed = errors.New("codex app-server closed its output")
 // go to the request that waits for them; notifications and the server's
 // requests pile up in an unbounded queue that the turn in progress drains.
 type conn struct {
-	*engine.Child
-	queue *engine.Queue[Message]
-
-	nextID atomic.Int64
-	calls  engine.Calls[int64, Message]
+	*engine.RPC[int64, Message]
 
 	spec    string // how it was started: a warm one is reused only for the same
 	started time.Time
 }
 
+// wire is the app-server's JSON-RPC: responses by their numeric id. Lines
+// that are not JSON are dropped (codex logs to stderr).
+var wire = engine.RPCWire[int64, Message]{Decode: DecodeLine, Closed: errClosed,
+	Response: func(m Message) (int64, bool) {
+		if !m.IsResponse() {
+			return 0, false
+		}
+		id, err := strconv.ParseInt(string(m.ID), 10, 64)
+		if err != nil {
+			return -1, true // not an id of ours: nobody waits for it
+		}
+		return id, true
+	}}
+
 // startConn starts argv in dir with env, confined by confine (nil: not at
 // all). grace is how long the group gets between SIGTERM and SIGKILL.
 func startConn(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte), confine *engine.Confinement) (*conn, error) {
-	c := &conn{queue: engine.NewQueue[Message](), started: time.Now()}
-	child, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
-		Line: c.route, Closed: c.queue.Close, Confine: confine})
+	rpc, err := engine.StartRPC(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap, Confine: confine}, wire)
 	if err != nil {
 		return nil, err
 	}
-	c.Child = child
-	return c, nil
-}
-
-// route sends a stdout line to where it belongs: a response to its caller,
-// the rest to the queue. Lines that are not JSON are dropped (codex logs to
-// stderr).
-func (c *conn) route(line []byte) {
-	m, err := DecodeLine(line)
-	switch {
-	case err != nil:
-	case m.IsResponse():
-		c.deliver(m)
-	default:
-		c.queue.Push(m)
-	}
-}
-
-func (c *conn) deliver(m Message) {
-	if id, err := strconv.ParseInt(string(m.ID), 10, 64); err == nil {
-		c.calls.Deliver(id, m)
-	}
+	return &conn{RPC: rpc, started: time.Now()}, nil
 }
 
 // call sends a request and waits for its response.
 func (c *conn) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
-	id := c.nextID.Add(1)
-	m, err := c.calls.Call(ctx, id, c.Done(), errClosed, func() error {
+	id := c.NextID()
+	m, err := c.Call(ctx, id, func() error {
 		return c.Send(map[string]any{"id": id, "method": method, "params": params})
 	})
 	if err != nil {

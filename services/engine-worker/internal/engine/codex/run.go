@@ -47,8 +47,7 @@ type turn struct {
 
 	conv    Converter
 	turnID  string
-	answers chan answer
-	asks    sync.WaitGroup
+	dialogs *engine.Dialogs[answer] // the approvals in flight
 }
 
 // answer is a decided server request, written back by the turn loop.
@@ -60,30 +59,23 @@ type answer struct {
 	after func()
 }
 
-// errTurnOver ends the approvals still parked when a turn ends.
-var errTurnOver = errors.New("turn over")
-
 // run opens the thread, starts the turn and relays its notifications until
 // turn/completed. reusable is true when the app-server ended the turn
 // itself and may take the chat's next one.
 func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 	_, servers := threadPolicy(t.req.Permissions, t.req.MCPServers)
 	t.conv = Converter{Model: t.model, MCPServers: mcpNames(servers)}
-	t.c.queue.Drain() // what arrived while the process was idle belongs to no turn
+	t.c.Queue.Drain() // what arrived while the process was idle belongs to no turn
 	if err := t.open(ctx); err != nil {
 		return !t.c.Exited(), err
 	}
-	askCtx, stopAsks := context.WithCancelCause(ctx)
-	defer func() {
-		stopAsks(errTurnOver)
-		t.asks.Wait()
-	}()
-	t.answers = make(chan answer, 8)
-	loop := engine.TurnLoop[Message, answer]{Child: t.c.Child, Queue: t.c.queue, Answers: t.answers, Log: t.log,
+	t.dialogs = engine.NewDialogs[answer](ctx)
+	defer t.dialogs.Stop()
+	loop := engine.TurnLoop[Message, answer]{Child: t.c.Child, Queue: t.c.Queue, Answers: t.dialogs.Answers(), Log: t.log,
 		Stuck:          "codex: no turn/completed after interrupt; stopped the app-server",
 		InterruptGrace: t.cfg.InterruptGrace, CancelGrace: t.cfg.CancelGrace,
 		Handle: func(m Message) (bool, error) {
-			if err := t.message(askCtx, m); err != nil {
+			if err := t.message(t.dialogs.Context(), m); err != nil {
 				return false, err
 			}
 			if _, ended := t.conv.Ended(); ended {
@@ -180,7 +172,7 @@ func (t *turn) setupError(op string, err error) error {
 // interrupt asks codex to stop the turn; its answer is not awaited (the
 // turn/completed that follows is).
 func (t *turn) interrupt() {
-	if err := t.c.Send(map[string]any{"id": t.c.nextID.Add(1), "method": "turn/interrupt",
+	if err := t.c.Send(map[string]any{"id": t.c.NextID(), "method": "turn/interrupt",
 		"params": map[string]any{"threadId": t.conv.Thread(), "turnId": t.turnID}}); err != nil {
 		t.log.Warn("codex: send turn/interrupt", "err", err)
 	}

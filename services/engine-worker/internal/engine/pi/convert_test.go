@@ -1,17 +1,10 @@
 package pi_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"flag"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/google/go-cmp/cmp"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine/enginetest"
@@ -34,63 +27,17 @@ func TestConvertGolden(t *testing.T) {
 	if *record {
 		t.Run("record", recordTranscripts)
 	}
-	files, _ := filepath.Glob("testdata/*.jsonl")
-	if len(files) < 8 {
-		t.Fatalf("found %d transcripts in testdata, want the captures and the recordings", len(files))
-	}
-	for _, file := range files {
-		name := strings.TrimSuffix(filepath.Base(file), ".jsonl")
-		t.Run(name, func(t *testing.T) {
-			var got []json.RawMessage
-			for i, turn := range convertFile(t, file) {
-				if len(turn) > 0 && turn[len(turn)-1].OutputType() == events.TypeResult {
-					for _, err := range enginetest.CheckTurn(events.EnginePi, turn, true) {
-						t.Errorf("turn %d: %v", i, err)
-					}
-				}
-				for _, o := range turn {
-					b, err := events.EncodeOutput(o)
-					if err != nil {
-						t.Fatalf("encode %s: %v", o.OutputType(), err)
-					}
-					got = append(got, b)
-				}
-			}
-			gotJSON, _ := json.MarshalIndent(got, "", "  ")
-			golden := filepath.Join("testdata", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(golden, append(gotJSON, '\n'), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -run TestConvertGolden -update)", err)
-			}
-			if diff := cmp.Diff(strings.TrimSpace(string(want)), strings.TrimSpace(string(gotJSON))); diff != "" {
-				t.Errorf("outputs differ from %s (-want +got):\n%s", golden, diff)
-			}
-		})
-	}
+	enginetest.Golden(t, enginetest.Goldens{Engine: events.EnginePi, MinFiles: 8, Convert: convert, Update: *update})
 }
 
-// convertFile converts a transcript, one []Output per turn.
-func convertFile(t *testing.T, file string) [][]events.Output {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
+// convert converts a transcript, one []Output per turn.
+func convert(t *testing.T, _ string, lines [][]byte) [][]events.Output {
 	var turns [][]events.Output
 	var cur []events.Output
 	session := "transcript"
 	var conv *pi.Converter
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		line := sc.Bytes()
-		if bytes.HasPrefix(line, []byte(`{"_sent"`)) {
+	for _, line := range lines {
+		if enginetest.HostLine(line) {
 			continue
 		}
 		ev, err := pi.DecodeLine(line)

@@ -76,15 +76,7 @@ func (t *turn) ask(ctx context.Context, decide func(context.Context) answer) err
 	if err := t.emitAll(t.conv.Take()); err != nil {
 		return err
 	}
-	t.asks.Add(1)
-	go func() {
-		defer t.asks.Done()
-		a := decide(ctx)
-		select {
-		case t.answers <- a:
-		case <-ctx.Done():
-		}
-	}()
+	t.dialogs.Go(ctx, decide)
 	return nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"clopen.dev/pkg/events"
@@ -20,11 +19,7 @@ var errClosed = errors.New("pi closed its output")
 // waits for them (by id); events and extension UI requests pile up in an
 // unbounded queue that the turn in progress drains.
 type conn struct {
-	*engine.Child
-	queue *engine.Queue[Event]
-
-	nextID atomic.Int64
-	calls  engine.Calls[string, Event]
+	*engine.RPC[string, Event]
 
 	spec    string // how it was started: a warm one is reused only for the same
 	started time.Time
@@ -33,40 +28,27 @@ type conn struct {
 	mcp     []events.MCPServer // how the extension fared with the MCP servers
 }
 
+// wire is pi's RPC mode: a response names the command's id. Lines that
+// are not JSON are dropped.
+var wire = engine.RPCWire[string, Event]{Decode: DecodeLine, Closed: errClosed,
+	Response: func(ev Event) (string, bool) { return ev.ID, ev.Type == "response" && ev.ID != "" }}
+
 // startConn starts argv in dir with env, confined by confine (nil: not at
 // all). grace is how long the group gets between SIGTERM and SIGKILL.
 func startConn(argv, env []string, dir string, grace time.Duration, tap func(bool, []byte), confine *engine.Confinement) (*conn, error) {
-	c := &conn{queue: engine.NewQueue[Event](), started: time.Now(), fresh: true}
-	child, err := engine.StartChild(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap,
-		Line: c.route, Closed: c.queue.Close, Confine: confine})
+	rpc, err := engine.StartRPC(engine.ChildSpec{Argv: argv, Env: env, Dir: dir, Grace: grace, Tap: tap, Confine: confine}, wire)
 	if err != nil {
 		return nil, err
 	}
-	c.Child = child
-	return c, nil
+	return &conn{RPC: rpc, started: time.Now(), fresh: true}, nil
 }
-
-// route sends a stdout line to where it belongs: a response to its
-// command, the rest to the queue. Lines that are not JSON are dropped.
-func (c *conn) route(line []byte) {
-	ev, err := DecodeLine(line)
-	switch {
-	case err != nil:
-	case ev.Type == "response" && ev.ID != "":
-		c.deliver(ev)
-	default:
-		c.queue.Push(ev)
-	}
-}
-
-func (c *conn) deliver(ev Event) { c.calls.Deliver(ev.ID, ev) }
 
 // call sends a command and waits for its response; a response with
 // success false is an error.
 func (c *conn) call(ctx context.Context, command map[string]any) (json.RawMessage, error) {
-	id := "c" + strconv.FormatInt(c.nextID.Add(1), 10)
+	id := "c" + strconv.FormatInt(c.NextID(), 10)
 	command["id"] = id
-	ev, err := c.calls.Call(ctx, id, c.Done(), errClosed, func() error { return c.Send(command) })
+	ev, err := c.Call(ctx, id, func() error { return c.Send(command) })
 	if err != nil {
 		return nil, err
 	}

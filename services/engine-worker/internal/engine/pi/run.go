@@ -29,8 +29,7 @@ type turn struct {
 	sessions string // the project's sessions dir
 
 	conv    Converter
-	answers chan answer
-	asks    sync.WaitGroup
+	dialogs *engine.Dialogs[answer] // the dialogs in flight
 }
 
 // answer is a decided dialog, written back by the turn loop.
@@ -39,28 +38,21 @@ type answer struct {
 	fields map[string]any
 }
 
-// errTurnOver ends the dialogs still parked when a turn ends.
-var errTurnOver = errors.New("turn over")
-
 // run opens the session, sends the prompt and relays the events until
 // agent_end. reusable is true when pi ended the turn itself and may take
 // the chat's next one.
 func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 	t.conv = Converter{Model: t.model, Provider: t.provider, MCPServers: t.c.mcp}
-	t.c.queue.Drain() // what arrived while the process was idle belongs to no turn
+	t.c.Queue.Drain() // what arrived while the process was idle belongs to no turn
 	if err := t.open(ctx); err != nil {
 		return !t.c.Exited(), err
 	}
-	askCtx, stopAsks := context.WithCancelCause(ctx)
-	defer func() {
-		stopAsks(errTurnOver)
-		t.asks.Wait()
-	}()
-	t.answers = make(chan answer, 8)
+	t.dialogs = engine.NewDialogs[answer](ctx)
+	defer t.dialogs.Stop()
 	// A cancel aborts; the group is then stopped after a short grace in
 	// which pi can save what it has.
 	one := func(ev Event) (bool, error) {
-		if err := t.event(askCtx, ev); err != nil {
+		if err := t.event(t.dialogs.Context(), ev); err != nil {
 			return false, err
 		}
 		if t.conv.Ended() {
@@ -87,7 +79,7 @@ func (t *turn) run(ctx context.Context) (reusable bool, err error) {
 		}
 		return false, nil
 	}
-	loop := engine.TurnLoop[Event, answer]{Child: t.c.Child, Queue: t.c.queue, Answers: t.answers, Log: t.log,
+	loop := engine.TurnLoop[Event, answer]{Child: t.c.Child, Queue: t.c.Queue, Answers: t.dialogs.Answers(), Log: t.log,
 		Stuck:          "pi: no agent_end after abort; stopped the process",
 		InterruptGrace: t.cfg.InterruptGrace, CancelGrace: t.cfg.CancelGrace,
 		Handle: handle,
@@ -123,7 +115,7 @@ func (t *turn) retryFollows(ctx context.Context) (more []Event, retrying bool) {
 	if _, err := t.c.call(cctx, map[string]any{"type": "get_state"}); err != nil {
 		t.log.Warn("pi: ask whether it retries", "err", err)
 	}
-	more, _ = t.c.queue.Drain()
+	more, _ = t.c.Queue.Drain()
 	for _, ev := range more {
 		if ev.Type == "auto_retry_start" {
 			return more, true
