@@ -102,11 +102,13 @@ func NewSigner(kind Kind, key ed25519.PrivateKey, ttl time.Duration) (*Signer, e
 // Sign returns the token of c, with the signer's kind, issued now and
 // expiring after the signer's lifetime (c's own Kind and times are
 // overwritten). c needs a tenant.
-func (s *Signer) Sign(c Claims) (string, error) {
+func (s *Signer) Sign(c Claims) (string, error) { return s.SignAt(c, s.now()) }
+
+// SignAt is Sign as of now.
+func (s *Signer) SignAt(c Claims, now time.Time) (string, error) {
 	if c.TenantID == "" {
 		return "", fmt.Errorf("bustoken: a %s token needs a tenant", s.kind)
 	}
-	now := s.now()
 	c.Kind, c.IssuedAt, c.ExpiresAt = s.kind, now.Unix(), now.Add(s.ttl).Unix()
 	body, err := json.Marshal(c)
 	if err != nil {
