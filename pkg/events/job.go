@@ -29,6 +29,11 @@ type Job struct {
 	ResumeSessionID string    `json:"resumeSessionId,omitempty"`
 	RequestedBy     string    `json:"requestedBy,omitempty"`
 	QueuedAt        time.Time `json:"queuedAt"`
+	// DispatchToken is streammgr's signed word that this run of Tenant, on
+	// Engine with AccountID, was dispatched: the worker sends it (the
+	// Clopen-Caller header) for the run's content and credential. It is
+	// signed at each publish and never stored.
+	DispatchToken string `json:"dispatchToken,omitempty"`
 }
 
 // Validate checks the fields a worker relies on.

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/natstrace"
 )
 
@@ -17,14 +18,20 @@ import (
 // chat events of request paths, and purges of deleted sessions. The request
 // handlers, the dispatcher and the writers share it.
 type bus struct {
-	js  jetstream.JetStream
-	log *slog.Logger
+	js   jetstream.JetStream
+	log  *slog.Logger
+	runs *bustoken.Signer // signs the dispatch tokens
 }
 
-// publishJob sends a run's job to the workers of its engine.
+// publishJob sends a run's job to the workers of its engine, with a fresh
+// dispatch token for the run.
 func (b bus) publishJob(ctx context.Context, job events.Job) error {
 	subject, err := events.JobSubject(string(job.Engine))
 	if err != nil {
+		return err
+	}
+	if job.DispatchToken, err = b.runToken(turn{Tenant: job.Tenant, User: job.RequestedBy, Project: job.ProjectID,
+		Session: job.SessionID, Engine: job.Engine}, job.RunID, job.AccountID); err != nil {
 		return err
 	}
 	data, err := json.Marshal(job)
@@ -36,6 +43,13 @@ func (b bus) publishJob(ctx context.Context, job events.Job) error {
 	natstrace.Inject(ctx, msg.Header)
 	_, err = b.js.PublishMsg(ctx, msg, jetstream.WithMsgID(job.RunID))
 	return err
+}
+
+// runToken is the dispatch token of run (empty for a prompt expanded
+// before its run exists) of turn t with account.
+func (b bus) runToken(t turn, run, account string) (string, error) {
+	return b.runs.Sign(bustoken.Claims{TenantID: t.Tenant, UserID: t.User, RunID: run, SessionID: t.Session,
+		ProjectID: t.Project, Engine: string(t.Engine), AccountID: account})
 }
 
 // publishChat publishes chat events synchronously (request paths, not the
