@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"clopen.dev/pkg/platform/bustoken"
 )
 
 // ConfigFromEnv reads a standalone worker's configuration:
 // CLOPEN_WORKER_ID, CLOPEN_WORKER_CAPACITY, CLOPEN_WORKSPACES, CLOPEN_ENGINE_CONFIG,
 // CLOPEN_COALESCE (a duration, 0 to publish every delta), CLOPEN_SCENARIOS,
-// CLOPEN_STREAM_REPLICAS (of the buckets it declares).
+// CLOPEN_STREAM_REPLICAS (of the buckets it declares), and the bus token
+// keys (CLOPEN_CALLER_PUBKEY).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := DefaultConfig()
 	if v := getenv("CLOPEN_WORKER_ID"); v != "" {
@@ -42,6 +45,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.Replicas = n
 	}
 	cfg.ScenarioDir = getenv("CLOPEN_SCENARIOS")
+	keys, err := bustoken.FromEnv(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Tokens = keys.Only(TokenKeys)
 	return cfg, nil
 }
 
