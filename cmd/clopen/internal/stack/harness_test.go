@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/busauth"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
 	"clopen.dev/pkg/platform/pgtest"
@@ -42,7 +44,7 @@ func start(t *testing.T, cfg Config) *harness {
 	if cfg.Logger == nil && os.Getenv("CLOPEN_TEST_LOG") != "" {
 		cfg.Logger = logging.New(os.Stderr, os.Getenv("CLOPEN_TEST_LOG"))
 	}
-	if cfg.Worker == (worker.Config{}) {
+	if reflect.ValueOf(cfg.Worker).IsZero() {
 		cfg.Worker = worker.DefaultConfig()
 		cfg.Worker.Workspaces = cfg.Dir
 	}
@@ -132,7 +134,23 @@ func (h *harness) call(op string, req, resp any) error {
 	subject, _ := events.ServiceSubject("streammgr", op)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return svc.Call(ctx, h.nc, subject, req, resp)
+	return svc.Call(h.as(ctx, req), h.nc, subject, req, resp)
+}
+
+// as returns ctx whose calls carry the caller token the gateway would sign
+// for the caller req embeds.
+func (h *harness) as(ctx context.Context, req any) context.Context {
+	h.t.Helper()
+	c := req.(interface{ Who() events.Caller }).Who()
+	s, err := h.st.Keys.CallerSigner()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	tok, err := s.Sign(bustoken.Claims{TenantID: c.TenantID, UserID: c.UserID, UserName: c.UserName, Role: c.Role})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return svc.WithToken(ctx, tok)
 }
 
 func (h *harness) must(op string, req, resp any) {
