@@ -46,6 +46,21 @@ type Need struct {
 	CallerKey, CallerPubKey, DispatchKey, DispatchPubKey bool
 }
 
+// Vars are the environment variables of the keys n names, in the order
+// of the Env constants.
+func (n Need) Vars() []string {
+	var out []string
+	for _, v := range []struct {
+		need bool
+		env  string
+	}{{n.CallerKey, EnvCallerKey}, {n.CallerPubKey, EnvCallerPubKey}, {n.DispatchKey, EnvDispatchKey}, {n.DispatchPubKey, EnvDispatchPubKey}} {
+		if v.need {
+			out = append(out, v.env)
+		}
+	}
+	return out
+}
+
 // Only is k with only the keys n names: what one service is given.
 func (k Keys) Only(n Need) Keys {
 	var out Keys
