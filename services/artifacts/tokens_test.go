@@ -11,6 +11,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/pkg/platform/bustoken/bustokentest"
 	"clopen.dev/pkg/platform/svc"
 )
 
@@ -41,15 +42,7 @@ func tokenFor(t testing.TB, op string, req any) string {
 
 func sign(t testing.TB, kind bustoken.Kind, c bustoken.Claims) string {
 	t.Helper()
-	s, err := bustoken.NewSigner(kind, map[bustoken.Kind][]byte{bustoken.Caller: testKeys.CallerKey, bustoken.Dispatch: testKeys.DispatchKey}[kind], time.Minute)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := s.Sign(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return bustokentest.Sign(t, testKeys, kind, c)
 }
 
 // callWith sends req to op with tok, whatever the body says.

@@ -6,7 +6,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/bustoken"
-	"clopen.dev/pkg/platform/svc"
+	"clopen.dev/pkg/platform/bustoken/bustokentest"
 )
 
 // testKeys stand for the gateway's and streammgr's keys.
@@ -17,26 +17,12 @@ var testKeys = bustoken.Generate()
 // is refused 401).
 func asCaller(t testing.TB, ctx context.Context, req any) context.Context {
 	t.Helper()
-	c := req.(interface{ Who() events.Caller }).Who()
-	if c.TenantID == "" {
-		return ctx
-	}
-	s, _ := testKeys.CallerSigner()
-	tok, err := s.Sign(bustoken.Claims{TenantID: c.TenantID, UserID: c.UserID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc.WithToken(ctx, tok)
+	return bustokentest.AsCaller(t, ctx, testKeys, req)
 }
 
 // dispatchToken is streammgr's token of job.
 func dispatchToken(t testing.TB, job events.Job) string {
 	t.Helper()
-	s, _ := testKeys.DispatchSigner()
-	tok, err := s.Sign(bustoken.Claims{TenantID: job.Tenant, UserID: job.RequestedBy, RunID: job.RunID, SessionID: job.SessionID,
-		ProjectID: job.ProjectID, Engine: string(job.Engine), AccountID: job.AccountID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return bustokentest.Sign(t, testKeys, bustoken.Dispatch, bustoken.Claims{TenantID: job.Tenant, UserID: job.RequestedBy,
+		RunID: job.RunID, SessionID: job.SessionID, ProjectID: job.ProjectID, Engine: string(job.Engine), AccountID: job.AccountID})
 }

@@ -13,6 +13,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/pkg/platform/bustoken/bustokentest"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
@@ -34,16 +35,7 @@ func testConfig() Config {
 // the caller req embeds, as the gateway sends it.
 func asCaller(t testing.TB, ctx context.Context, req any) context.Context {
 	t.Helper()
-	c := req.(interface{ Who() events.Caller }).Who()
-	s, err := testKeys.CallerSigner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := s.Sign(bustoken.Claims{TenantID: c.TenantID, UserID: c.UserID, UserName: c.UserName, Role: c.Role})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc.WithToken(ctx, tok)
+	return bustokentest.AsCaller(t, ctx, testKeys, req)
 }
 
 // streammgr acts for the tenant of the caller token, whatever the body

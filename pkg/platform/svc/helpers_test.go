@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/pkg/platform/bustoken/bustokentest"
 	"clopen.dev/pkg/platform/svc"
 )
 
@@ -23,13 +24,5 @@ func signed(t testing.TB, ctx context.Context) context.Context {
 
 func callerToken(t testing.TB, c bustoken.Claims) string {
 	t.Helper()
-	s, err := keys.CallerSigner()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := s.Sign(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return bustokentest.Sign(t, keys, bustoken.Caller, c)
 }

@@ -12,6 +12,7 @@ import (
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/busauth"
 	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/pkg/platform/bustoken/bustokentest"
 	"clopen.dev/pkg/platform/svc"
 )
 
@@ -32,19 +33,7 @@ func TestTheWorkersIdentityCannotForgeATenant(t *testing.T) {
 	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpAccountsResolve)
 	ask := events.AccountResolve{Caller: events.Caller{TenantID: a}, Engine: events.EngineCodex, AccountID: acct}
 	sign := func(kind bustoken.Kind, keys bustoken.Keys, c bustoken.Claims) string {
-		key := keys.CallerKey
-		if kind == bustoken.Dispatch {
-			key = keys.DispatchKey
-		}
-		s, err := bustoken.NewSigner(kind, key, time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tok, err := s.Sign(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
+		return bustokentest.Sign(t, keys, kind, c)
 	}
 	resolve := func(tok string) (events.ResolvedAccount, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -16,7 +16,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/busauth"
-	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/pkg/platform/bustoken/bustokentest"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
 	"clopen.dev/pkg/platform/pgtest"
@@ -141,16 +141,7 @@ func (h *harness) call(op string, req, resp any) error {
 // for the caller req embeds.
 func (h *harness) as(ctx context.Context, req any) context.Context {
 	h.t.Helper()
-	c := req.(interface{ Who() events.Caller }).Who()
-	s, err := h.st.Keys.CallerSigner()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	tok, err := s.Sign(bustoken.Claims{TenantID: c.TenantID, UserID: c.UserID, UserName: c.UserName, Role: c.Role})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return svc.WithToken(ctx, tok)
+	return bustokentest.AsCaller(h.t, ctx, h.st.Keys, req)
 }
 
 func (h *harness) must(op string, req, resp any) {
