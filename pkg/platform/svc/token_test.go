@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
@@ -22,16 +23,24 @@ type whoReq struct {
 	Note string `json:"note,omitempty"`
 }
 
-// A Server serves a request only with a valid token of a kind its endpoint
-// accepts, and the handler sees the token's caller, never the body's.
-func TestServerVerifiesTheToken(t *testing.T) {
+// demo is a micro service "demo" on a fresh bus, served by a Server
+// verifying with v until the test ends.
+func demo(t *testing.T, v *bustoken.Verifier) (*nats.Conn, micro.Service, *svc.Server) {
+	t.Helper()
 	nc, _ := natstest.Connect(t, natstest.Start(t))
 	s, err := micro.AddService(nc, micro.Config{Name: "demo", Version: "0.0.1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServer(t.Context(), nc, s, verifier)
-	defer srv.Stop()
+	srv := svc.NewServer(t.Context(), nc, s, v)
+	t.Cleanup(srv.Stop)
+	return nc, s, srv
+}
+
+// A Server serves a request only with a valid token of a kind its endpoint
+// accepts, and the handler sees the token's caller, never the body's.
+func TestServerVerifiesTheToken(t *testing.T) {
+	nc, s, srv := demo(t, verifier)
 	var reached atomic.Int32
 	who := func(ctx context.Context, req whoReq) (events.Caller, error) {
 		reached.Add(1)
@@ -92,13 +101,7 @@ func TestServerVerifiesTheToken(t *testing.T) {
 
 // A handler's own calls carry the token of the request it serves.
 func TestHandlersForwardTheToken(t *testing.T) {
-	nc, _ := natstest.Connect(t, natstest.Start(t))
-	s, err := micro.AddService(nc, micro.Config{Name: "demo", Version: "0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := svc.NewServer(t.Context(), nc, s, verifier)
-	defer srv.Stop()
+	nc, s, srv := demo(t, verifier)
 	add := func(name string, f func(context.Context, whoReq) (events.Caller, error)) {
 		if err := s.AddEndpoint(name, srv.Bind(svc.Handler(nil, f)), micro.WithEndpointSubject("svc.demo."+name)); err != nil {
 			t.Fatal(err)
@@ -120,20 +123,14 @@ func TestHandlersForwardTheToken(t *testing.T) {
 
 // A server without keys serves nobody: there is no trusting the body.
 func TestServerWithoutKeysRefusesAll(t *testing.T) {
-	nc, _ := natstest.Connect(t, natstest.Start(t))
-	s, err := micro.AddService(nc, micro.Config{Name: "demo", Version: "0.0.1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := svc.NewServer(t.Context(), nc, s, nil)
-	defer srv.Stop()
+	nc, s, srv := demo(t, nil)
 	if err := s.AddEndpoint("who", srv.Bind(svc.Handler(nil, func(_ context.Context, r whoReq) (events.Caller, error) {
 		return r.Caller, nil
 	})), micro.WithEndpointSubject("svc.demo.who")); err != nil {
 		t.Fatal(err)
 	}
 	var apiErr *events.APIError
-	err = svc.Call(signed(t, t.Context()), nc, "svc.demo.who", whoReq{Caller: events.Caller{TenantID: "t1"}}, nil)
+	err := svc.Call(signed(t, t.Context()), nc, "svc.demo.who", whoReq{Caller: events.Caller{TenantID: "t1"}}, nil)
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnauthorized || !strings.Contains(apiErr.Message, "no key") {
 		t.Errorf("Call = %v, want a 401 saying the service has no key", err)
 	}
