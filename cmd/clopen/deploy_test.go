@@ -13,6 +13,12 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"clopen.dev/pkg/platform/busauth"
+	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/services/artifacts"
+	worker "clopen.dev/services/engine-worker"
+	"clopen.dev/services/gateway"
+	bridge "clopen.dev/services/mcp-bridge"
+	"clopen.dev/services/streammgr"
 )
 
 // manifest is the part of a Kubernetes object the checks read.
@@ -65,6 +71,12 @@ type podSpec struct {
 // runtime's seccomp profile and resource bounds; no service account token;
 // the engine worker, whose agents run chosen commands, without the database
 // secret and with an egress policy that leaves out Postgres.
+// tokenKeysOf are the bus token keys each service reads.
+var tokenKeysOf = map[string]bustoken.Need{
+	gateway.Name: gateway.TokenKeys, streammgr.Name: streammgr.TokenKeys, artifacts.Name: artifacts.TokenKeys,
+	worker.Name: worker.TokenKeys, bridge.Name: {},
+}
+
 func TestKubernetesManifestsAreLockedDown(t *testing.T) {
 	b, err := os.ReadFile("../../deploy/k8s/clopen.yaml")
 	if err != nil {
@@ -122,6 +134,19 @@ func TestKubernetesManifestsAreLockedDown(t *testing.T) {
 				want := busauth.EnvPassword + "=" + busauth.PasswordVar(busauth.Role(m.Metadata.Name))
 				if !slices.Equal(keys, []string{want}) {
 					t.Errorf("%s/%s: bus identity from %s is %v, want only %s", m.Metadata.Name, c.Name, natsSecret, keys, want)
+				}
+				// And it holds the bus token keys it needs, and no other.
+				var tokenKeys []string
+				for _, e := range c.Env {
+					if ref := e.ValueFrom.SecretKeyRef; ref.Name == busKeysSecret {
+						if ref.Key != e.Name {
+							t.Errorf("%s/%s: %s from key %s of %s", m.Metadata.Name, c.Name, e.Name, ref.Key, busKeysSecret)
+						}
+						tokenKeys = append(tokenKeys, e.Name)
+					}
+				}
+				if need := tokenKeysOf[m.Metadata.Name].Vars(); !slices.Equal(tokenKeys, need) {
+					t.Errorf("%s/%s: bus token keys %v from %s, want exactly %v", m.Metadata.Name, c.Name, tokenKeys, busKeysSecret, need)
 				}
 			}
 			if m.Metadata.Name == "engine-worker" {

@@ -17,7 +17,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		{"--help"}, {"help"}, {"dev", "--help"}, {"serve", "--help"}, {"serve", "gateway", "-h"}, {"migrate", "--help"},
 		{"engines", "--help"}, {"engines", "install", "--help"}, {"engines", "doctor", "-h"}, {"chat", "--help"},
 		{"bench", "-h"}, {"fakellm", "--help"}, {"admin", "--help"}, {"postgres", "--help"}, {"nats", "--help"},
-		{"admin", "nats-config", "--help"}, {"admin", "nats-passwords", "-h"},
+		{"admin", "nats-config", "--help"}, {"admin", "nats-passwords", "-h"}, {"admin", "bus-keys", "-h"},
 	} {
 		var out, errOut bytes.Buffer
 		err := run(context.Background(), args, getenv, &out, &errOut)

@@ -99,7 +99,7 @@ commands:
                       on loopback for running real agent CLIs without a provider
   admin <command>     operator commands on DATABASE_URL: create-tenant, create-user,
                       create-key, list-tenants, tenant-limits, rotate-key,
-                      nats-config, nats-passwords (clopen admin help)
+                      nats-config, nats-passwords, bus-keys (clopen admin help)
   chat [flags]        chat with a session in the terminal (gateway $CLOPEN_URL, else
                       http://$CLOPEN_HTTP_ADDR; key $CLOPEN_API_KEY or the dev key;
                       --project --session --new --engine --model)

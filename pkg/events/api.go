@@ -7,9 +7,10 @@ import (
 )
 
 // This file holds the request and reply bodies of the services' svc.<svc>.<op>
-// endpoints. Every request carries the Caller the gateway authenticated;
-// services scope every query by Caller.TenantID and never trust a tenant from
-// anywhere else.
+// endpoints. Every request embeds a Caller, which the serving side replaces
+// with the claims of the request's verified token (svc.TokenHeader) before a
+// handler runs; services scope every query by Caller.TenantID and never
+// trust a tenant from anywhere else.
 
 // Caller is who a service request is made for.
 type Caller struct {

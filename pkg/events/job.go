@@ -33,6 +33,11 @@ type Job struct {
 	// turn, so a turn dispatched later (queued behind another, or held at
 	// its tenant's limit) still joins that request's trace.
 	TraceParent string `json:"traceParent,omitempty"`
+	// DispatchToken is streammgr's signed word that this run of Tenant, on
+	// Engine with AccountID, was dispatched: the worker sends it (the
+	// Clopen-Caller header) for the run's content and credential. It is
+	// signed at each publish and never stored.
+	DispatchToken string `json:"dispatchToken,omitempty"`
 }
 
 // Validate checks the fields a worker relies on.

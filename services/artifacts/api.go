@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/artifacts/internal/seal"
@@ -25,6 +26,22 @@ type api struct {
 	st       *store.Store
 	realHome string
 	egress   egress.Policy
+}
+
+// dispatched are the operations that act for a run rather than for a
+// person, with the token kinds they accept; every other operation takes
+// only the gateway's caller tokens. A credential (accounts.resolve) and a
+// run's content go only to the run's worker, with the dispatch token of the
+// run (bound to its tenant, engine and account: resolveAccount and content
+// check the binding). accounts.resolve also takes a caller token, which the
+// worker forwards when it serves the gateway's catalog and generation
+// requests for the caller's own accounts. expand is streammgr's, which
+// signs a dispatch token for each prompt it expands (a queued prompt is
+// expanded long after its caller's token expired).
+var dispatched = map[string][]bustoken.Kind{
+	events.OpAccountsResolve: {bustoken.Dispatch, bustoken.Caller},
+	events.OpContent:         {bustoken.Dispatch},
+	events.OpExpand:          {bustoken.Dispatch},
 }
 
 // endpoints registers every operation, served by srv; the op list is the
@@ -79,15 +96,16 @@ func (a *api) endpoints(s micro.Service, srv *svc.Server) error {
 		if err != nil {
 			return err
 		}
-		if err := s.AddEndpoint(strings.ReplaceAll(op, ".", "_"), srv.Bind(h), micro.WithEndpointSubject(subject)); err != nil {
+		if err := s.AddEndpoint(strings.ReplaceAll(op, ".", "_"), srv.Bind(h, dispatched[op]...), micro.WithEndpointSubject(subject)); err != nil {
 			return fmt.Errorf("endpoint %s: %w", op, err)
 		}
 	}
 	return nil
 }
 
-// guard checks the caller's tenant id before the handler runs and maps the
-// handler's error to an API error: the one place errors are classified.
+// guard checks the caller's tenant id (the verified token's: svc.Handler
+// put it in the request) before the handler runs and maps the handler's
+// error to an API error: the one place errors are classified.
 func guard[Req any, Resp any](f func(ctx context.Context, tenant string, req Req) (Resp, error)) func(context.Context, Req) (Resp, error) {
 	return func(ctx context.Context, req Req) (Resp, error) {
 		var zero Resp
@@ -270,6 +288,10 @@ func (a *api) activateAccount(ctx context.Context, t string, r events.RefByID) (
 }
 
 func (a *api) resolveAccount(ctx context.Context, t string, r events.AccountResolve) (events.ResolvedAccount, error) {
+	if c, _ := svc.ClaimsFrom(ctx); c.Kind == bustoken.Dispatch && (string(r.Engine) != c.Engine || r.AccountID != c.AccountID) {
+		return events.ResolvedAccount{}, svc.Unauthorized("run %s may resolve its own %s account %q, not %s account %q",
+			c.RunID, c.Engine, c.AccountID, r.Engine, r.AccountID)
+	}
 	return a.st.ResolveAccount(ctx, t, r.Engine, r.AccountID)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
@@ -61,7 +62,14 @@ type Config struct {
 	// and the hosts of CLOPEN_PROVIDER_ALLOW over http or on private
 	// addresses.
 	Egress egress.Policy
+	// Tokens are the public keys of the caller and the dispatch tokens
+	// (TokenKeys): the service serves nobody without them.
+	Tokens bustoken.Keys
 }
+
+// TokenKeys are the bus token keys artifacts needs: it verifies the
+// gateway's caller tokens and streammgr's dispatch tokens.
+var TokenKeys = bustoken.Need{CallerPubKey: true, DispatchPubKey: true}
 
 // EnvProviderAllow lists, comma-separated, the hosts a provider's apiUrl
 // may name over plain http or on a private, loopback or link-local address.
@@ -104,6 +112,9 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 			"32 random bytes as base64 (`openssl rand -base64 32`), from a secret (or %s naming a file that holds it)",
 			seal.EnvKey, seal.EnvKeyFile)
 	}
+	if err := cfg.Tokens.Check(TokenKeys); err != nil {
+		return fmt.Errorf("artifacts: %w", err)
+	}
 	keys, err := seal.OpenRing(cfg.keySource())
 	if err != nil {
 		return fmt.Errorf("artifacts master key: %w", err)
@@ -135,7 +146,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("add micro service: %w", err)
 	}
-	srv := svc.NewServer(ctx, d.NATS, s) // stops the service when ctx ends
+	srv := svc.NewServer(ctx, d.NATS, s, cfg.Tokens.Verifier()) // stops the service when ctx ends
 	defer srv.Stop()
 	if err := a.endpoints(s, srv); err != nil {
 		return err
@@ -202,5 +213,9 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 		return err
 	}
 	defer closeAll()
-	return Run(ctx, ConfigFromEnv(getenv), Deps{NATS: p.NATS, DB: p.DB, Logger: p.Logger, Health: p.Health})
+	cfg := ConfigFromEnv(getenv)
+	if cfg.Tokens, err = bustoken.FromEnv(getenv); err != nil {
+		return err
+	}
+	return Run(ctx, cfg, Deps{NATS: p.NATS, DB: p.DB, Logger: p.Logger, Health: p.Health})
 }

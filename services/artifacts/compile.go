@@ -38,6 +38,10 @@ func (a *api) content(ctx context.Context, t string, r events.ContentRequest) (e
 	if !r.Engine.Valid() {
 		return events.Content{}, svc.Invalid("engine %q: unknown", r.Engine)
 	}
+	if c, _ := svc.ClaimsFrom(ctx); string(r.Engine) != c.Engine || r.ProjectID != c.ProjectID {
+		return events.Content{}, svc.Unauthorized("run %s may read the content of its own %s run in project %s, not %s in %s",
+			c.RunID, c.Engine, c.ProjectID, r.Engine, r.ProjectID)
+	}
 	rev, err := a.st.Revision(ctx, t)
 	if err != nil {
 		return events.Content{}, err

@@ -27,6 +27,7 @@ func TestReplicasMustShareTheMasterKey(t *testing.T) {
 
 	cfg := ConfigFromEnv(func(string) string { return "" })
 	cfg.DataDir = t.TempDir()
+	cfg.Tokens = testKeys.Only(TokenKeys)
 	if err := Run(context.Background(), cfg, deps); err == nil || !strings.Contains(err.Error(), seal.EnvKey+" is not set") {
 		t.Fatalf("Run without a key = %v, want a refusal naming %s", err, seal.EnvKey)
 	}

@@ -47,7 +47,7 @@ func startWith(t *testing.T, tune func(*Config)) *env {
 	e := &env{t: t, nc: nc, js: js, db: db, dataDir: t.TempDir(), realHome: t.TempDir()}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	cfg := Config{DataDir: e.dataDir, RealHome: e.realHome, Replicas: 1}
+	cfg := Config{DataDir: e.dataDir, RealHome: e.realHome, Replicas: 1, Tokens: testKeys.Only(TokenKeys)}
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -76,11 +76,14 @@ func newCaller() events.Caller {
 	return events.Caller{TenantID: uuid.NewString(), UserID: uuid.NewString(), Role: "admin"}
 }
 
+// call sends req to op with the token its real caller would send: a
+// caller token for the body's caller, or for the operations that act for a
+// run a dispatch token bound to what the body asks for (tokenFor).
 func (e *env) call(op string, req, resp any) error {
 	subject, _ := events.ServiceSubject(events.ArtifactsService, op)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return svc.Call(ctx, e.nc, subject, req, resp)
+	return svc.Call(svc.WithToken(ctx, tokenFor(e.t, op, req)), e.nc, subject, req, resp)
 }
 
 func (e *env) must(op string, req, resp any) {

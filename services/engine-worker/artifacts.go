@@ -86,7 +86,8 @@ func (w *Worker) prepare(ctx context.Context, r *run) (prepared, error) {
 	if err != nil {
 		return prepared{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, planTimeout)
+	// The run's own token: artifacts hands a run's content to its holder only.
+	cctx, cancel := context.WithTimeout(svc.WithToken(ctx, job.DispatchToken), planTimeout)
 	defer cancel()
 	var content events.Content
 	err = svc.Call(cctx, w.nc, subject, events.ContentRequest{Caller: events.Caller{TenantID: job.Tenant, UserID: job.RequestedBy},

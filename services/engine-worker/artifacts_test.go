@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
@@ -35,7 +36,7 @@ func newTestWorker(t *testing.T, created *atomic.Int32) (*Worker, jetstream.JetS
 		}
 		return scripted.New(lib), nil
 	}
-	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws")},
+	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws"), Tokens: testKeys.Only(TokenKeys)},
 		Deps{NATS: nc, Logger: logging.Discard(), Health: health.New(), Engines: map[events.EngineType]engine.Factory{events.EngineScripted: factory}})
 	if err != nil {
 		t.Fatal(err)
@@ -88,6 +89,7 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	w, _ := newTestWorker(t, nil)
 	job := events.Job{Tenant: "t1", RunID: "r1", SessionID: "s1", ProjectID: "p1", Engine: events.EngineScripted,
 		Prompt: events.Blocks{events.TextBlock{Text: "read " + events.ConfigDirToken + "/.clopen/skills/x/SKILL.md"}}}
+	job.DispatchToken = dispatchToken(t, job)
 	r := &run{job: job}
 	if _, err := w.prepare(context.Background(), r); err == nil || !strings.Contains(err.Error(), "artifacts service unavailable") {
 		t.Fatalf("prepare without artifacts = %v, want a clear unavailable error", err)
@@ -96,17 +98,19 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServer(t.Context(), w.nc, s)
+	srv := svc.NewServer(t.Context(), w.nc, s, testKeys.Verifier())
 	defer srv.Stop()
 	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpContent)
 	var asked events.ContentRequest
-	err = s.AddEndpoint("content", srv.Bind(svc.Handler(nil, func(_ context.Context, req events.ContentRequest) (events.Content, error) {
+	var claims bustoken.Claims
+	err = s.AddEndpoint("content", srv.Bind(svc.Handler(nil, func(ctx context.Context, req events.ContentRequest) (events.Content, error) {
 		asked = req
+		claims, _ = svc.ClaimsFrom(ctx)
 		return events.Content{Revision: 42, Instructions: "Be concise.",
 			Skills:      []events.ContentSkill{{Slug: "x", Advertised: true, Files: map[string]string{"SKILL.md": "Do x.\n"}}},
 			SkillsIndex: "# Available Skills\n" + events.ConfigDirToken + "/.clopen/skills/x/SKILL.md",
 			Permissions: events.PermissionRules{Deny: []string{"Bash"}}}, nil
-	})), micro.WithEndpointSubject(subject))
+	}), bustoken.Dispatch), micro.WithEndpointSubject(subject))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +120,9 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	}
 	if asked.TenantID != "t1" || asked.ProjectID != "p1" || asked.Engine != events.EngineScripted {
 		t.Errorf("content request = %+v", asked)
+	}
+	if claims.Kind != bustoken.Dispatch || claims.RunID != "r1" {
+		t.Errorf("content asked with %+v, want the run's dispatch token", claims)
 	}
 	if want := filepath.Join(w.cfg.EngineConfig, "t1", "scripted", "default"); p.configDir != want {
 		t.Errorf("config dir = %s, want %s", p.configDir, want)

@@ -5,13 +5,16 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"clopen.dev/pkg/platform/bustoken"
 )
 
 // ConfigFromEnv reads a standalone worker's configuration:
 // CLOPEN_WORKER_ID, CLOPEN_WORKER_CAPACITY, CLOPEN_WORKSPACES, CLOPEN_ENGINE_CONFIG,
 // CLOPEN_COALESCE (a duration, 0 to publish every delta), CLOPEN_SCENARIOS,
 // CLOPEN_STREAM_REPLICAS (of the buckets it declares), CLOPEN_METRICS_TENANT
-// (off leaves the tenant out of the GenAI metrics).
+// (off leaves the tenant out of the GenAI metrics), and the bus token keys
+// (CLOPEN_CALLER_PUBKEY).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := DefaultConfig()
 	if v := getenv("CLOPEN_WORKER_ID"); v != "" {
@@ -50,6 +53,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		return cfg, fmt.Errorf("CLOPEN_METRICS_TENANT=%q: want on or off", v)
 	}
+	keys, err := bustoken.FromEnv(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Tokens = keys.Only(TokenKeys)
 	return cfg, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/svc"
 )
 
@@ -47,10 +48,10 @@ func serveFakeAccounts(t *testing.T, nc *nats.Conn, js jetstream.JetStream) *fak
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServer(context.Background(), nc, s)
+	srv := svc.NewServer(context.Background(), nc, s, testKeys.Verifier())
 	t.Cleanup(srv.Stop)
 	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpAccountsResolve)
-	if err := s.AddEndpoint("accounts-resolve", srv.Bind(svc.Handler(nil, f.resolve)), micro.WithEndpointSubject(subject)); err != nil {
+	if err := s.AddEndpoint("accounts-resolve", srv.Bind(svc.Handler(nil, f.resolve), bustoken.Dispatch, bustoken.Caller), micro.WithEndpointSubject(subject)); err != nil {
 		t.Fatal(err)
 	}
 	return f

@@ -19,6 +19,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/natstrace"
+	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 
@@ -41,7 +42,9 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 		return
 	}
 	log := w.log.With("run_id", job.RunID, "tenant", job.Tenant, "engine", job.Engine)
-	ctx := natstrace.Extract(runsCtx, msg.Headers())
+	// Everything the run asks of artifacts (its content, its account's
+	// credential) goes with the run's own token.
+	ctx := svc.WithToken(natstrace.Extract(runsCtx, msg.Headers()), job.DispatchToken)
 
 	if flag, ok := w.endFlag(ctx, job.RunID); ok {
 		// streammgr already ended this run (cancelled while queued, or lost).

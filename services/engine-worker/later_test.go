@@ -52,7 +52,7 @@ func TestAnEngineReadyLaterIsOfferedAndWithdrawn(t *testing.T) {
 			ch.Offer(events.EngineCodex, enginetest.Factory(&enginetest.Answers{EngineType: events.EngineCodex}), "9.9.9")
 		}
 	}
-	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws")},
+	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws"), Tokens: testKeys.Only(TokenKeys)},
 		Deps{NATS: nc, Logger: logging.Discard(), Health: health.New(), Later: later})
 	if err != nil {
 		t.Fatal(err)

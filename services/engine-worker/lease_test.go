@@ -23,7 +23,7 @@ func TestRenewSettlesARevisionMismatch(t *testing.T) {
 	if err := DeclareBuckets(ctx, js, 1); err != nil {
 		t.Fatal(err)
 	}
-	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: t.TempDir()}, Deps{NATS: nc, Logger: logging.Discard(), Health: health.New()})
+	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: t.TempDir(), Tokens: testKeys.Only(TokenKeys)}, Deps{NATS: nc, Logger: logging.Discard(), Health: health.New()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("engine service: %w", err)
 		}
-		srv := svc.NewServer(ctx, w.bus, s) // stops the service when ctx ends
+		srv := svc.NewServer(ctx, w.bus, s, w.cfg.Tokens.Verifier()) // stops the service when ctx ends
 		w.vmu.Lock()
 		w.endpoints, w.server, w.served = s, srv, map[events.EngineType]bool{}
 		for typ := range w.versions {

@@ -51,7 +51,7 @@ func newEngineEnv(t *testing.T) *engineEnv {
 	artNC, artJS := natstest.Connect(t, ns)
 	e := &engineEnv{nc: nc, accts: serveFakeAccounts(t, artNC, artJS), codex: &enginetest.Answers{EngineType: events.EngineCodex, Catalog: codexLike},
 		broken: &enginetest.Answers{EngineType: events.EnginePi, CatalogErr: errors.New("pi: provider list: connection refused")}}
-	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws")}, Deps{NATS: nc, Logger: logging.Discard(),
+	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: filepath.Join(t.TempDir(), "ws"), Tokens: testKeys.Only(TokenKeys)}, Deps{NATS: nc, Logger: logging.Discard(),
 		Health: health.New(), Engines: map[events.EngineType]engine.Factory{
 			events.EngineCodex: enginetest.Factory(e.codex), events.EnginePi: enginetest.Factory(e.broken)}})
 	if err != nil {
@@ -86,7 +86,7 @@ func caller(tenant string) events.Caller {
 func (e *engineEnv) waitSubject(t *testing.T, subject string, req any) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		err := svc.Call(context.Background(), e.nc, subject, req, nil)
+		err := svc.Call(asCaller(t, context.Background(), req), e.nc, subject, req, nil)
 		var apiErr *events.APIError
 		if err == nil || (errors.As(err, &apiErr) && apiErr.Status != http.StatusServiceUnavailable) {
 			return
@@ -131,7 +131,7 @@ func call[Resp any](t *testing.T, e *engineEnv, engine events.EngineType, op str
 	t.Helper()
 	subject, _ := events.EngineSubject(engine, op)
 	var out Resp
-	err := svc.Call(context.Background(), e.nc, subject, req, &out)
+	err := svc.Call(asCaller(t, context.Background(), req), e.nc, subject, req, &out)
 	return out, err
 }
 
@@ -178,8 +178,9 @@ func TestModelsEndpoint(t *testing.T) {
 	piAcct := e.account(t, tA, events.EnginePi)
 	_, err = e.models(t, events.ModelsRequest{Caller: caller(tA), Engine: events.EngineCodex, AccountID: piAcct})
 	wantAPIError(t, "an account of another engine", err, http.StatusNotFound, "not_found")
+	// No tenant means no caller token: refused before the endpoint runs.
 	_, err = e.models(t, events.ModelsRequest{Caller: events.Caller{UserID: "u"}, Engine: events.EngineCodex})
-	wantAPIError(t, "no tenant", err, http.StatusBadRequest, "invalid_request")
+	wantAPIError(t, "no tenant", err, http.StatusUnauthorized, "unauthorized")
 	_, err = e.models(t, events.ModelsRequest{Caller: caller(tA), Engine: events.EngineCodex, AccountID: "a.b"})
 	wantAPIError(t, "account that is no token", err, http.StatusNotFound, "not_found")
 
@@ -345,7 +346,7 @@ func TestClampEffortOfARun(t *testing.T) {
 	codex := &enginetest.Answers{EngineType: events.EngineCodex, Catalog: codexLike}
 	failing := &enginetest.Answers{EngineType: events.EnginePi, CatalogErr: errors.New("down")}
 	nc, _ := natstest.Connect(t, natstest.Start(t))
-	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: t.TempDir()}, Deps{NATS: nc, Logger: logging.Discard(), Health: health.New(),
+	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: t.TempDir(), Tokens: testKeys.Only(TokenKeys)}, Deps{NATS: nc, Logger: logging.Discard(), Health: health.New(),
 		Engines: map[events.EngineType]engine.Factory{events.EngineCodex: enginetest.Factory(codex), events.EnginePi: enginetest.Factory(failing)}})
 	if err != nil {
 		t.Fatal(err)
@@ -404,7 +405,7 @@ func TestBranchName(t *testing.T) {
 func TestKnownVersionsAreNotAskedAgain(t *testing.T) {
 	ns := natstest.Start(t)
 	nc, _ := natstest.Connect(t, ns)
-	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: t.TempDir()}, Deps{NATS: nc, Logger: logging.Discard(), Health: health.New(),
+	w, err := New(Config{ID: "w1", Capacity: 1, Workspaces: t.TempDir(), Tokens: testKeys.Only(TokenKeys)}, Deps{NATS: nc, Logger: logging.Discard(), Health: health.New(),
 		Engines: map[events.EngineType]engine.Factory{
 			events.EngineCodex: enginetest.Factory(&enginetest.Answers{EngineType: events.EngineCodex}),
 			events.EnginePi: func(context.Context, engine.Key) (engine.Engine, error) {

@@ -23,6 +23,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/busauth"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/servekit"
@@ -59,7 +60,15 @@ type Config struct {
 	// attributes (CLOPEN_METRICS_TENANT=off), for a fleet with so many
 	// tenants that a series each is too many.
 	MetricsWithoutTenant bool
+	// Tokens hold the caller tokens' public key (TokenKeys): the worker
+	// serves the gateway's catalog and generation requests only with it.
+	// A run's own token comes with its job (events.Job.DispatchToken).
+	Tokens bustoken.Keys
 }
+
+// TokenKeys are the bus token keys a worker needs: it verifies the
+// gateway's caller tokens on its engine endpoints.
+var TokenKeys = bustoken.Need{CallerPubKey: true}
 
 // DefaultConfig returns the configuration `clopen dev` uses.
 func DefaultConfig() Config {
@@ -144,6 +153,9 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	zeroCounters(context.Background())
 	if err := events.ValidToken(cfg.ID); err != nil {
 		return nil, fmt.Errorf("worker id: %w", err)
+	}
+	if err := cfg.Tokens.Check(TokenKeys); err != nil {
+		return nil, fmt.Errorf("engine-worker: %w", err)
 	}
 	if cfg.EngineConfig == "" {
 		cfg.EngineConfig = filepath.Join(filepath.Dir(filepath.Clean(cfg.Workspaces)), "engine-config")

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
@@ -47,6 +48,7 @@ func newEnv(t *testing.T, tune func(*gateway.Config)) *env {
 	e := &env{db: db, js: js, stub: startStub(t, stubNC, js)}
 
 	cfg := gateway.DefaultConfig()
+	cfg.Tokens = testKeys.Only(gateway.TokenKeys)
 	if tune != nil {
 		tune(&cfg)
 	}
@@ -75,6 +77,9 @@ func newEnv(t *testing.T, tune func(*gateway.Config)) *env {
 	return e
 }
 
+// testKeys are the bus token keys of the tests' services.
+var testKeys = bustoken.Generate()
+
 // startArtifacts runs the real artifacts service on its own connection
 // with a fresh data dir, until the test ends, and waits for it to answer.
 func startArtifacts(t *testing.T, nc *nats.Conn, db *pgxpool.Pool) {
@@ -82,7 +87,7 @@ func startArtifacts(t *testing.T, nc *nats.Conn, db *pgxpool.Pool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- artifactsvc.Run(ctx, artifactsvc.Config{DataDir: t.TempDir(), Replicas: 1},
+		done <- artifactsvc.Run(ctx, artifactsvc.Config{DataDir: t.TempDir(), Replicas: 1, Tokens: testKeys.Only(artifactsvc.TokenKeys)},
 			artifactsvc.Deps{NATS: nc, DB: db, Logger: logging.New(testLog{t}, "warn"), Health: health.New()})
 	}()
 	t.Cleanup(func() {
@@ -93,8 +98,13 @@ func startArtifacts(t *testing.T, nc *nats.Conn, db *pgxpool.Pool) {
 	})
 	subject, _ := events.ServiceSubject(events.ArtifactsService, events.OpRevision)
 	probe := events.ListRequest{Caller: events.Caller{TenantID: uuid.NewString(), UserID: uuid.NewString()}}
+	signer, _ := testKeys.CallerSigner()
+	probeToken, err := signer.Sign(bustoken.Claims{TenantID: probe.TenantID, UserID: probe.UserID})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		err := svc.Call(ctx, nc, subject, probe, nil)
+		err := svc.Call(svc.WithToken(ctx, probeToken), nc, subject, probe, nil)
 		if err == nil {
 			return
 		}

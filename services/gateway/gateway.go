@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/services/gateway/internal/artifacts"
@@ -66,7 +67,16 @@ type Config struct {
 	// StartTimeout bounds one attempt to start a turn in streammgr; a send
 	// tries twice before it answers 504 (zero: the bus's default).
 	StartTimeout time.Duration
+
+	// Tokens hold the caller tokens' signing key (TokenKeys): the gateway
+	// signs one for its principal into every service call, and does not
+	// start without it.
+	Tokens bustoken.Keys
 }
+
+// TokenKeys are the bus token keys the gateway needs: it signs the caller
+// tokens.
+var TokenKeys = bustoken.Need{CallerKey: true}
 
 // DefaultConfig returns the configuration `clopen dev` uses.
 func DefaultConfig() Config {
@@ -100,18 +110,25 @@ type Deps struct {
 // Run serves HTTP until ctx ends, then says bye to WebSocket clients and
 // shuts down gracefully.
 func Run(ctx context.Context, cfg Config, d Deps) error {
+	if err := cfg.Tokens.Check(TokenKeys); err != nil {
+		return fmt.Errorf("gateway: %w", err)
+	}
+	signer, err := cfg.Tokens.CallerSigner()
+	if err != nil {
+		return err
+	}
 	ln := d.Listener
 	if ln == nil {
-		var err error
 		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 			return fmt.Errorf("listen %s: %w", cfg.Addr, err)
 		}
 	}
 	store := identity.New(d.DB)
 	authn := auth.New(store, auth.Config{Rate: cfg.RateLimit, Burst: cfg.RateBurst}, d.Logger)
-	ch := chats.New(d.NATS, store, chats.Config{StartTimeout: cfg.StartTimeout})
-	arts := artifacts.New(d.NATS, store)
-	eng := engines.New(d.NATS, store)
+	bus := identity.NewBus(d.NATS, signer)
+	ch := chats.New(bus, store, chats.Config{StartTimeout: cfg.StartTimeout})
+	arts := artifacts.New(bus, store)
+	eng := engines.New(d.NATS, bus, store)
 	hub, err := live.New(live.Config{
 		ReadLimit: cfg.WSReadLimit, QueueSize: cfg.WSQueueSize, SlowGrace: cfg.WSSlowGrace, WriteTimeout: cfg.WSWriteTimeout,
 		PingInterval: cfg.WSPingInterval, MaxPromptBytes: cfg.MaxPromptBytes, OriginPatterns: cfg.WSOrigins,
@@ -212,6 +229,11 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 			*dst = n
 		}
 	}
+	keys, err := bustoken.FromEnv(getenv)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Tokens = keys.Only(TokenKeys)
 	if v := getenv("CLOPEN_WS_ORIGINS"); v != "" {
 		for _, o := range strings.Split(v, ",") {
 			if o = strings.TrimSpace(o); o != "" {

@@ -59,7 +59,7 @@ func startStub(t *testing.T, nc *nats.Conn, js jetstream.JetStream) *stubStreamm
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServer(t.Context(), nc, m)
+	srv := svc.NewServer(t.Context(), nc, m, testKeys.Verifier())
 	t.Cleanup(srv.Stop)
 	fail := func(err error) { t.Errorf("stub streammgr: %v", err) }
 	add := func(op string, h svc.Endpoint) {

@@ -59,7 +59,7 @@ func newParty() party {
 func (s *admissionStack) try(op string, req, resp any) error {
 	subject, _ := events.ServiceSubject(Name, op)
 	for {
-		err := svc.Call(s.ctx, s.nc, subject, req, resp)
+		err := svc.Call(asCaller(s.t, s.ctx, req), s.nc, subject, req, resp)
 		var noResp *svc.NoResponders
 		if !errors.As(err, &noResp) || s.ctx.Err() != nil {
 			return err
@@ -147,7 +147,7 @@ func limit(n int) *int { return &n }
 // turn is held. As A's runs end, its held runs are admitted in the order
 // they were sent, never more than two active at once.
 func TestAdmissionKeepsATenantToItsLimit(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.TenantMaxConcurrent = 3
 	s := startAdmission(t, cfg)
 	a, b := newParty(), newParty()
@@ -229,7 +229,7 @@ func TestAdmissionKeepsATenantToItsLimit(t *testing.T) {
 // tenant already has as many waiting as it may is refused with 429
 // tenant_queue_full and a Retry-After; a turn that dispatches at once is not.
 func TestATenantsFullQueueRefusesTheTurn(t *testing.T) {
-	s := startAdmission(t, DefaultConfig())
+	s := startAdmission(t, testConfig())
 	a := newParty()
 	if err := SetTenantLimits(s.ctx, s.db, a.TenantID, TenantLimits{MaxConcurrent: limit(1), MaxQueued: limit(2)}); err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestATenantsFullQueueRefusesTheTurn(t *testing.T) {
 // kicking the admitter (its streammgr died between the commit and the
 // admission); the periodic sweep admits the tenant's held run all the same.
 func TestTheSweeperAdmitsAStrandedRun(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.TenantMaxConcurrent, cfg.SweepEvery = 1, 300*time.Millisecond
 	s := startAdmission(t, cfg)
 	a := newParty()
@@ -280,7 +280,7 @@ func TestTheSweeperAdmitsAStrandedRun(t *testing.T) {
 // for the tenant afterwards; deleting the session of an active run frees its
 // slot for the tenant's next held run.
 func TestDeletingSessionsWithWaitingRuns(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.TenantMaxConcurrent = 1
 	s := startAdmission(t, cfg)
 	a := newParty()
@@ -310,7 +310,7 @@ func TestDeletingSessionsWithWaitingRuns(t *testing.T) {
 // TestCancellingAHeldRunMovesItsSessionOn: a held run cancelled before it
 // starts lets its session's next turn take its place in the tenant's queue.
 func TestCancellingAHeldRunMovesItsSessionOn(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.TenantMaxConcurrent = 1
 	s := startAdmission(t, cfg)
 	a := newParty()

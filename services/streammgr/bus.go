@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/natstrace"
 )
 
@@ -18,14 +19,20 @@ import (
 // chat events of request paths, and purges of deleted sessions. The request
 // handlers, the dispatcher and the writers share it.
 type bus struct {
-	js  jetstream.JetStream
-	log *slog.Logger
+	js   jetstream.JetStream
+	log  *slog.Logger
+	runs *bustoken.Signer // signs the dispatch tokens
 }
 
-// publishJob sends a run's job to the workers of its engine.
+// publishJob sends a run's job to the workers of its engine, with a fresh
+// dispatch token for the run.
 func (b bus) publishJob(ctx context.Context, job events.Job) error {
 	subject, err := events.JobSubject(string(job.Engine))
 	if err != nil {
+		return err
+	}
+	if job.DispatchToken, err = b.runToken(turn{Tenant: job.Tenant, User: job.RequestedBy, Project: job.ProjectID,
+		Session: job.SessionID, Engine: job.Engine}, job.RunID, job.AccountID); err != nil {
 		return err
 	}
 	data, err := json.Marshal(job)
@@ -49,6 +56,13 @@ func traceParent(ctx context.Context) string {
 	h := nats.Header{}
 	natstrace.Inject(ctx, h)
 	return h.Get(events.HeaderTraceParent)
+}
+
+// runToken is the dispatch token of run (empty for a prompt expanded
+// before its run exists) of turn t with account.
+func (b bus) runToken(t turn, run, account string) (string, error) {
+	return b.runs.Sign(bustoken.Claims{TenantID: t.Tenant, UserID: t.User, RunID: run, SessionID: t.Session,
+		ProjectID: t.Project, Engine: string(t.Engine), AccountID: account})
 }
 
 // publishChat publishes chat events synchronously (request paths, not the

@@ -78,7 +78,14 @@ func (m *Manager) expandSlash(ctx context.Context, t turn, prompt []events.Block
 	if err != nil {
 		return prompt
 	}
-	cctx, cancel := context.WithTimeout(ctx, expandTimeout)
+	// Its own token, not its caller's: a queued prompt is expanded when
+	// its turn comes, long after the caller's token expired.
+	tok, err := m.bus.runToken(t, "", "")
+	if err != nil {
+		m.log.ErrorContext(ctx, "sign the expansion's token; sending the prompt as typed", "session_id", t.Session, "err", err)
+		return prompt
+	}
+	cctx, cancel := context.WithTimeout(svc.WithToken(ctx, tok), expandTimeout)
 	defer cancel()
 	var reply events.ExpandReply
 	err = svc.Call(cctx, m.nc, subject, events.ExpandRequest{Caller: events.Caller{TenantID: t.Tenant, UserID: t.User},

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
@@ -34,7 +35,7 @@ func TestSlowSkillExpansionDoesNotHoldUpTheWriter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServer(ctx, nc, s)
+	srv := svc.NewServer(ctx, nc, s, testKeys.Verifier())
 	defer srv.Stop()
 	expand, _ := events.ServiceSubject(events.ArtifactsService, events.OpExpand)
 	err = s.AddEndpoint("expand", srv.Bind(svc.Handler(nil, func(ctx context.Context, req events.ExpandRequest) (events.ExpandReply, error) {
@@ -44,12 +45,12 @@ func TestSlowSkillExpansionDoesNotHoldUpTheWriter(t *testing.T) {
 		case <-ctx.Done():
 		}
 		return events.ExpandReply{ExpandedSkill: "review-pr", Prompt: []events.Block{events.TextBlock{Text: "expanded"}}}, nil
-	})), micro.WithEndpointSubject(expand))
+	}), bustoken.Dispatch), micro.WithEndpointSubject(expand))
 	if err != nil {
 		t.Fatal(err)
 	}
 
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.Writers = 1 // both sessions on one writer
 	done := make(chan error, 1)
 	go func() {
@@ -63,7 +64,7 @@ func TestSlowSkillExpansionDoesNotHoldUpTheWriter(t *testing.T) {
 		t.Helper()
 		subject, _ := events.ServiceSubject(Name, op)
 		for {
-			err := svc.Call(ctx, nc, subject, req, resp)
+			err := svc.Call(asCaller(t, ctx, req), nc, subject, req, resp)
 			if err == nil {
 				return
 			}

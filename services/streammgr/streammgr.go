@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/servepg"
@@ -59,7 +60,14 @@ type Config struct {
 	// tenant without its own (streammgr.tenant_limits): how many of its runs
 	// may be dispatched at once, and how many may wait; 0 is the default.
 	TenantMaxConcurrent, TenantMaxQueued int
+	// Tokens are the caller tokens' public key and the dispatch tokens'
+	// signing key (TokenKeys): streammgr does not start without them.
+	Tokens bustoken.Keys
 }
+
+// TokenKeys are the bus token keys streammgr needs: it verifies the
+// gateway's caller tokens and signs the dispatch tokens of its jobs.
+var TokenKeys = bustoken.Need{CallerPubKey: true, DispatchKey: true}
 
 // DefaultConfig returns the configuration `clopen dev` uses.
 func DefaultConfig() Config {
@@ -79,6 +87,13 @@ type Deps struct {
 
 // Run serves until ctx ends, then stops its endpoints and consumers.
 func Run(ctx context.Context, cfg Config, d Deps) error {
+	if err := cfg.Tokens.Check(TokenKeys); err != nil {
+		return fmt.Errorf("streammgr: %w", err)
+	}
+	runs, err := cfg.Tokens.DispatchSigner()
+	if err != nil {
+		return err
+	}
 	js, err := jetstream.New(d.NATS, jetstream.WithPublishAsyncMaxPending(8192), jetstream.WithPublishAsyncTimeout(3*time.Second))
 	if err != nil {
 		return fmt.Errorf("jetstream: %w", err)
@@ -95,11 +110,12 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		return err
 	}
 	defer func() { _ = jobStats.Unregister() }()
-	m := &Manager{cfg: cfg, db: d.DB, nc: d.NATS, js: js, log: d.Logger, bus: bus{js: js, log: d.Logger}}
+	m := &Manager{cfg: cfg, db: d.DB, nc: d.NATS, js: js, log: d.Logger, bus: bus{js: js, log: d.Logger, runs: runs}}
 	if m.flags, err = js.KeyValue(ctx, events.BucketRunCtl); err != nil {
 		return err
 	}
 	m.pipe = newPipeline(cfg, d.DB, d.NATS, js, d.Logger)
+	m.pipe.bus = m.bus
 	m.disp = &dispatcher{db: d.DB, bus: m.bus, flags: m.flags, log: d.Logger, prompt: m.buildEnginePrompt,
 		prime: m.pipe.prime, forget: m.pipe.markDeleted, admit: newAdmitter(),
 		limits: store.Limits{MaxConcurrent: cmp.Or(cfg.TenantMaxConcurrent, DefaultTenantLimits.MaxConcurrent),
@@ -110,7 +126,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("add micro service: %w", err)
 	}
-	srv := svc.NewServer(ctx, d.NATS, s) // stops the service when ctx ends
+	srv := svc.NewServer(ctx, d.NATS, s, cfg.Tokens.Verifier()) // stops the service when ctx ends
 	defer srv.Stop()
 	if err := m.endpoints(s, srv); err != nil {
 		return err
@@ -187,6 +203,9 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 			}
 			*v.into = n
 		}
+	}
+	if cfg.Tokens, err = bustoken.FromEnv(getenv); err != nil {
+		return err
 	}
 	return Run(ctx, cfg, Deps{NATS: p.NATS, DB: p.DB, Logger: p.Logger, Health: p.Health})
 }

@@ -37,7 +37,7 @@ func startInstance(t *testing.T, ns interface{ ClientURL() string }) *instance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServer(ctx, nc, s)
+	srv := svc.NewServer(ctx, nc, s, verifier)
 	err = s.AddEndpoint("slow", srv.Bind(svc.Handler(nil, func(ctx context.Context, req echoReq) (echoResp, error) {
 		select {
 		case <-time.After(20 * time.Millisecond):
@@ -90,7 +90,7 @@ func TestAStoppingReplicaDropsNoRequest(t *testing.T) {
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				var resp echoResp
-				err := svc.Call(ctx, client, "svc.demo.slow", echoReq{Name: fmt.Sprint(c, "-", i)}, &resp)
+				err := svc.Call(signed(t, ctx), client, "svc.demo.slow", echoReq{Name: fmt.Sprint(c, "-", i)}, &resp)
 				cancel()
 				calls.Add(1)
 				if err != nil {
@@ -125,7 +125,7 @@ func TestAHandlerPastItsDeadlineAnswers504(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServer(t.Context(), nc, s)
+	srv := svc.NewServer(t.Context(), nc, s, verifier)
 	defer srv.Stop()
 	var internal atomic.Int32
 	err = s.AddEndpoint("stuck", srv.Bind(svc.Handler(func(error) { internal.Add(1) }, func(ctx context.Context, _ struct{}) (struct{}, error) {
@@ -138,6 +138,7 @@ func TestAHandlerPastItsDeadlineAnswers504(t *testing.T) {
 	msg := nats.NewMsg("svc.demo.stuck")
 	msg.Data = []byte("{}")
 	msg.Header.Set(svc.TimeoutHeader, "200") // the handler's deadline; we wait longer for its answer
+	msg.Header.Set(svc.TokenHeader, svc.TokenFrom(signed(t, t.Context())))
 	reply, err := nc.RequestMsg(msg, 10*time.Second)
 	if err != nil {
 		t.Fatal(err)

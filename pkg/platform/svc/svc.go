@@ -1,9 +1,10 @@
 // Package svc is how Clopen services call each other: JSON request/reply over
 // NATS `micro` endpoints. Errors cross the bus as *events.APIError in the
 // micro error headers plus the JSON body, so every caller maps them once.
-// The caller's deadline travels in TimeoutHeader; a service serves its
-// endpoints through a Server, whose handlers run under the service's
-// lifetime and that deadline.
+// The caller's deadline travels in TimeoutHeader and whom it acts for in
+// TokenHeader; a service serves its endpoints through a Server, which
+// verifies that token, and whose handlers run under the service's lifetime
+// and that deadline.
 package svc
 
 import (
@@ -25,6 +26,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/jsonnul"
 	"clopen.dev/pkg/platform/natstrace"
 )
@@ -75,8 +77,8 @@ type NoResponders struct{ *events.APIError }
 // Unwrap returns the APIError and nats.ErrNoResponders.
 func (e *NoResponders) Unwrap() []error { return []error{e.APIError, nats.ErrNoResponders} }
 
-// Call sends req to subject and decodes the reply into resp (nil to ignore
-// it). A service error comes back as *events.APIError; no responders as a
+// Call sends req to subject, with ctx's token (WithToken), and decodes the
+// reply into resp (nil to ignore it). A service error comes back as *events.APIError; no responders as a
 // *NoResponders.
 func Call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) error {
 	ctx, span := tracer.Start(ctx, subject, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
@@ -119,6 +121,9 @@ func call(ctx context.Context, nc *nats.Conn, subject string, req, resp any) err
 	msg := nats.NewMsg(subject)
 	msg.Data = body
 	natstrace.Inject(ctx, msg.Header)
+	if tok := TokenFrom(ctx); tok != "" {
+		msg.Header.Set(TokenHeader, tok)
+	}
 	deadline, _ := ctx.Deadline()
 	// Rounded up, so the handler never gives up before the caller does.
 	left := (time.Until(deadline) + time.Millisecond - 1).Milliseconds()
@@ -161,7 +166,10 @@ type Endpoint func(ctx context.Context, r micro.Request)
 
 // Handler adapts a typed function to an Endpoint: the request body is
 // decoded strictly into Req (an error names the problem; a string holding
-// NUL, which Postgres cannot store, is refused naming its field), the function's
+// NUL, which Postgres cannot store, is refused naming its field), the
+// events.Caller it embeds is replaced by the request's verified token's (a
+// body naming another tenant is refused 401; outside a Server, with no
+// verified token, every request is refused 401), the function's
 // error is sent as an APIError (anything not already one becomes a 504 when
 // the caller's deadline has passed, a 503 when the service stopped it, else
 // a 500 whose detail is logged, not sent), and its result as JSON.
@@ -176,6 +184,10 @@ func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, 
 		}
 		if err := jsonnul.Check(r.Data()); err != nil {
 			respondErr(r, Invalid("decode request: %v", err))
+			return
+		}
+		if err := asCaller(ctx, &req); err != nil {
+			respondErr(r, err)
 			return
 		}
 		resp, err := f(ctx, req)
@@ -203,8 +215,11 @@ func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, 
 	}
 }
 
-// Server owns the requests of one service. Each request runs in its own
-// goroutine under a context that carries the service context's values and
+// Server owns the requests of one service. Each request's token
+// (TokenHeader) is verified first: one of the kinds its endpoint accepts,
+// or the request is refused 401 without reaching the endpoint. Each
+// request runs in its own goroutine under a context that carries the
+// service context's values, the token and its claims (ClaimsFrom), and
 // the caller's deadline (TimeoutHeader). When the service's context ends
 // (or Stop is called) the server shuts the service down gracefully: the
 // micro service stops taking requests first, so the other replicas get the
@@ -213,6 +228,7 @@ func Handler[Req, Resp any](onInternal func(error), f func(ctx context.Context, 
 type Server struct {
 	nc      *nats.Conn
 	service micro.Service
+	tokens  *bustoken.Verifier
 	reqs    context.Context // the parent of every request's context
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
@@ -236,15 +252,16 @@ const StopGrace = 10 * time.Second
 // until none has come in for this long.
 const drainQuiet = 100 * time.Millisecond
 
-// NewServer returns the Server of service, which answers on nc. It shuts
-// the service down when ctx ends.
-func NewServer(ctx context.Context, nc *nats.Conn, service micro.Service) *Server {
-	return newServer(ctx, nc, service, StopGrace)
+// NewServer returns the Server of service, which answers on nc and
+// verifies tokens with tokens (nil verifies none: every request is
+// refused). It shuts the service down when ctx ends.
+func NewServer(ctx context.Context, nc *nats.Conn, service micro.Service, tokens *bustoken.Verifier) *Server {
+	return newServer(ctx, nc, service, tokens, StopGrace)
 }
 
-func newServer(ctx context.Context, nc *nats.Conn, service micro.Service, grace time.Duration) *Server {
+func newServer(ctx context.Context, nc *nats.Conn, service micro.Service, tokens *bustoken.Verifier, grace time.Duration) *Server {
 	reqs, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &Server{nc: nc, service: service, reqs: reqs, cancel: cancel, stopReq: make(chan struct{}), done: make(chan struct{})}
+	s := &Server{nc: nc, service: service, tokens: tokens, reqs: reqs, cancel: cancel, stopReq: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -255,10 +272,14 @@ func newServer(ctx context.Context, nc *nats.Conn, service micro.Service, grace 
 	return s
 }
 
-// Bind returns the micro handler of e: up to MaxConcurrent of its requests
-// run at once. A request arriving once the server has stopped is answered
-// 503.
-func (s *Server) Bind(e Endpoint) micro.Handler {
+// Bind returns the micro handler of e, which serves requests whose token
+// is of one of the kinds accept (none given: caller tokens, the gateway's).
+// Up to MaxConcurrent of its requests run at once. A request arriving once
+// the server has stopped is answered 503.
+func (s *Server) Bind(e Endpoint, accept ...bustoken.Kind) micro.Handler {
+	if len(accept) == 0 {
+		accept = []bustoken.Kind{bustoken.Caller}
+	}
 	sem := make(chan struct{}, MaxConcurrent)
 	return micro.HandlerFunc(func(r micro.Request) {
 		sem <- struct{}{}
@@ -270,7 +291,7 @@ func (s *Server) Bind(e Endpoint) micro.Handler {
 		go func() {
 			defer s.wg.Done()
 			defer func() { <-sem }()
-			s.serve(e, r)
+			s.serve(e, r, accept)
 		}()
 	})
 }
@@ -287,9 +308,14 @@ func (s *Server) enter() bool {
 	return true
 }
 
-// serve runs e under the caller's trace and deadline.
-func (s *Server) serve(e Endpoint, r micro.Request) {
-	ctx := natstrace.Extract(s.reqs, nats.Header(r.Headers()))
+// serve runs e under the caller's trace, token and deadline.
+func (s *Server) serve(e Endpoint, r micro.Request, accept []bustoken.Kind) {
+	ctx, apiErr := authenticate(s.reqs, s.tokens, r.Headers().Get(TokenHeader), accept)
+	if apiErr != nil {
+		respondErr(r, apiErr)
+		return
+	}
+	ctx = natstrace.Extract(ctx, nats.Header(r.Headers()))
 	ctx, span := tracer.Start(ctx, r.Subject(), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 		attribute.String("rpc.system", "nats"), attribute.String("messaging.destination.name", r.Subject())))
 	defer span.End()

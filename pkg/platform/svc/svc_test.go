@@ -31,7 +31,7 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServer(t.Context(), nc, s)
+	srv := svc.NewServer(t.Context(), nc, s, verifier)
 	defer srv.Stop()
 	err = s.AddEndpoint("echo", srv.Bind(svc.Handler(func(e error) { internal = append(internal, e) },
 		func(ctx context.Context, req echoReq) (echoResp, error) {
@@ -48,7 +48,7 @@ func TestCallMapsRepliesAndErrorsOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := signed(t, context.Background())
 
 	var resp echoResp
 	if err := svc.Call(ctx, nc, "svc.demo.echo", echoReq{Name: "ada"}, &resp); err != nil || resp.Greeting != "hello ada" {
@@ -111,7 +111,7 @@ func serveWaitGrace(t *testing.T, ctx context.Context, nc *nats.Conn, seen chan<
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := svc.NewServerWithGrace(ctx, nc, s, grace)
+	srv := svc.NewServerWithGrace(ctx, nc, s, verifier, grace)
 	t.Cleanup(srv.Stop)
 	err = s.AddEndpoint("wait", srv.Bind(svc.Handler(nil, func(ctx context.Context, _ echoReq) (echoResp, error) {
 		seen <- ctx
@@ -147,7 +147,7 @@ func TestHandlerSeesTheCallersDeadline(t *testing.T) {
 	defer cancel()
 	want, _ := ctx.Deadline()
 	callErr := make(chan error, 1)
-	go func() { callErr <- svc.Call(ctx, nc, "svc.demo.wait", echoReq{}, nil) }()
+	go func() { callErr <- svc.Call(signed(t, ctx), nc, "svc.demo.wait", echoReq{}, nil) }()
 	hctx := <-seen
 	got, ok := hctx.Deadline()
 	if !ok {
@@ -187,7 +187,7 @@ func TestHandlerIsCancelledAfterTheGrace(t *testing.T) {
 	go func() {
 		cctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		callErr <- svc.Call(cctx, nc, "svc.demo.wait", echoReq{}, &reply)
+		callErr <- svc.Call(signed(t, cctx), nc, "svc.demo.wait", echoReq{}, &reply)
 	}()
 	hctx := <-seen
 	stopped := time.Now()
@@ -207,7 +207,7 @@ func TestHandlerIsCancelledAfterTheGrace(t *testing.T) {
 	if err := <-callErr; err != nil || reply.Greeting != context.Canceled.Error() {
 		t.Errorf("Call = %+v, %v; want the handler's answer after its cancellation", reply, err)
 	}
-	err := svc.Call(t.Context(), nc, "svc.demo.wait", echoReq{}, nil)
+	err := svc.Call(signed(t, t.Context()), nc, "svc.demo.wait", echoReq{}, nil)
 	if !errors.Is(err, nats.ErrNoResponders) {
 		t.Errorf("Call after shutdown = %v, want no responders", err)
 	}
@@ -224,6 +224,7 @@ func TestBadTimeoutHeaderIsInvalid(t *testing.T) {
 		msg := nats.NewMsg("svc.demo.wait")
 		msg.Data = []byte("{}")
 		msg.Header.Set(svc.TimeoutHeader, give)
+		msg.Header.Set(svc.TokenHeader, svc.TokenFrom(signed(t, t.Context())))
 		reply, err := nc.RequestMsg(msg, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)

@@ -33,6 +33,7 @@ commands:
   rotate-key    re-seal every engine credential with a new master key
   nats-config   [--helm]   the bus's identities and grants as nats-server config (no database)
   nats-passwords           a new password for each bus identity, as an env file (no database)
+  bus-keys                 new key pairs of the bus tokens (caller, dispatch), as an env file (no database)
 `
 
 // Run runs one admin subcommand. Output for people goes to stdout; a key

@@ -18,6 +18,12 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/services/artifacts"
+	worker "clopen.dev/services/engine-worker"
+	"clopen.dev/services/gateway"
+	"clopen.dev/services/streammgr"
 )
 
 // proc is one Clopen process the benchmark started.
@@ -84,16 +90,21 @@ func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 		masterKey = NewMasterKey()
 	}
 	// One tenant is the whole load: its admission limits are the fleet's.
-	services := []svc{{"streammgr", []string{"CLOPEN_TENANT_MAX_CONCURRENT=10000", "CLOPEN_TENANT_MAX_QUEUED=100000"}}, {"artifacts", []string{"CLOPEN_MASTER_KEY=" + masterKey}}, {"mcp-bridge", nil},
+	// The bus tokens' keys, each service only its own (as a deployment).
+	keys := bustoken.Generate()
+	services := []svc{
+		{"streammgr", append(tokenEnv(keys, streammgr.TokenKeys), "CLOPEN_TENANT_MAX_CONCURRENT=10000", "CLOPEN_TENANT_MAX_QUEUED=100000")},
+		{"artifacts", append(tokenEnv(keys, artifacts.TokenKeys), "CLOPEN_MASTER_KEY="+masterKey)}, {"mcp-bridge", nil},
 		// One API key drives every simulated client: lift its rate limit.
-		{"gateway", []string{fmt.Sprintf("CLOPEN_HTTP_ADDR=127.0.0.1:%d", httpPort), "CLOPEN_RATE_LIMIT=1000000", "CLOPEN_RATE_BURST=1000000", "CLOPEN_WS_MAX_PER_KEY=1000000", "CLOPEN_WS_MAX_PER_TENANT=1000000"}}}
+		{"gateway", append(tokenEnv(keys, gateway.TokenKeys), fmt.Sprintf("CLOPEN_HTTP_ADDR=127.0.0.1:%d", httpPort),
+			"CLOPEN_RATE_LIMIT=1000000", "CLOPEN_RATE_BURST=1000000", "CLOPEN_WS_MAX_PER_KEY=1000000", "CLOPEN_WS_MAX_PER_TENANT=1000000")}}
 	for i := range max(cfg.Workers, 1) {
 		// The runs are scripted: an empty engines dir keeps the worker from
 		// checking (starting) every installed agent CLI while the baseline
 		// and the first case are measured.
 		env := append([]string{fmt.Sprintf("CLOPEN_WORKER_ID=bench-worker-%d", i),
 			"CLOPEN_WORKSPACES=" + filepath.Join(cfg.Dir, "workspaces"),
-			"CLOPEN_ENGINES_DIR=" + filepath.Join(cfg.Dir, "engines")}, cfg.WorkerEnv...)
+			"CLOPEN_ENGINES_DIR=" + filepath.Join(cfg.Dir, "engines")}, append(tokenEnv(keys, worker.TokenKeys), cfg.WorkerEnv...)...)
 		services = append(services, svc{"engine-worker", env})
 	}
 	for _, sv := range services {
@@ -362,4 +373,9 @@ func NewMasterKey() string {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // never fails (crypto/rand)
 	return base64.StdEncoding.EncodeToString(key)
+}
+
+// tokenEnv is the environment that gives a service the keys need names.
+func tokenEnv(k bustoken.Keys, need bustoken.Need) []string {
+	return strings.Fields(k.Only(need).Env())
 }

@@ -17,7 +17,7 @@ func (h *harness) art(op string, req, resp any) {
 	subject, _ := events.ServiceSubject(events.ArtifactsService, op)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := svc.Call(ctx, h.nc, subject, req, resp); err != nil {
+	if err := svc.Call(h.as(ctx, req), h.nc, subject, req, resp); err != nil {
 		h.t.Fatalf("artifacts %s: %v", op, err)
 	}
 }

@@ -28,6 +28,7 @@ type inProcess struct {
 // until it is stopped (at the latest when the test ends).
 func (h *harness) runStreammgr(cfg streammgr.Config, log *slog.Logger) *inProcess {
 	sm := &inProcess{nc: h.connect()}
+	cfg.Tokens = h.st.Keys.Only(streammgr.TokenKeys)
 	ctx, cancel := context.WithCancel(context.Background())
 	sm.cancel = cancel
 	sm.wg.Add(1)

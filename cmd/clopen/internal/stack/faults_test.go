@@ -12,7 +12,10 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/busauth"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/logging"
+	worker "clopen.dev/services/engine-worker"
+	"clopen.dev/services/gateway"
 	"clopen.dev/services/streammgr"
 )
 
@@ -30,9 +33,12 @@ func (h *harness) spawn(role string, env ...string) *exec.Cmd {
 	h.t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	identity := map[string]busauth.Role{"worker": busauth.Worker, "streammgr": busauth.Streammgr, "gateway": busauth.Gateway}[role]
+	keys := map[string]bustoken.Need{"worker": worker.TokenKeys, "streammgr": streammgr.TokenKeys, "gateway": gateway.TokenKeys}[role]
 	cmd.Env = append(append(os.Environ(), "CLOPEN_TEST_ROLE="+role, "CLOPEN_NATS_URL="+h.st.NATSURL,
 		busauth.EnvPassword+"="+h.st.Bus[identity],
 		"DATABASE_URL="+h.dbURL, "CLOPEN_LOG_LEVEL=error"), env...)
+	// Only the role's own bus token keys, as a deployment gives them.
+	cmd.Env = append(cmd.Env, strings.Fields(h.st.Keys.Only(keys).Env())...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		h.t.Fatal(err)

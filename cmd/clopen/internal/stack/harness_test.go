@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/busauth"
+	"clopen.dev/pkg/platform/bustoken/bustokentest"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
 	"clopen.dev/pkg/platform/pgtest"
@@ -42,7 +44,7 @@ func start(t *testing.T, cfg Config) *harness {
 	if cfg.Logger == nil && os.Getenv("CLOPEN_TEST_LOG") != "" {
 		cfg.Logger = logging.New(os.Stderr, os.Getenv("CLOPEN_TEST_LOG"))
 	}
-	if cfg.Worker == (worker.Config{}) {
+	if reflect.ValueOf(cfg.Worker).IsZero() {
 		cfg.Worker = worker.DefaultConfig()
 		cfg.Worker.Workspaces = cfg.Dir
 	}
@@ -132,7 +134,14 @@ func (h *harness) call(op string, req, resp any) error {
 	subject, _ := events.ServiceSubject("streammgr", op)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return svc.Call(ctx, h.nc, subject, req, resp)
+	return svc.Call(h.as(ctx, req), h.nc, subject, req, resp)
+}
+
+// as returns ctx whose calls carry the caller token the gateway would sign
+// for the caller req embeds.
+func (h *harness) as(ctx context.Context, req any) context.Context {
+	h.t.Helper()
+	return bustokentest.AsCaller(h.t, ctx, h.st.Keys, req)
 }
 
 func (h *harness) must(op string, req, resp any) {

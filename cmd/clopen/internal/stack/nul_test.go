@@ -38,7 +38,7 @@ func TestNULIsRefusedBehindTheBus(t *testing.T) {
 	for _, tt := range tests {
 		subject, _ := events.ServiceSubject(tt.service, tt.op)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := svc.Call(ctx, h.nc, subject, tt.req, nil)
+		err := svc.Call(h.as(ctx, tt.req), h.nc, subject, tt.req, nil)
 		cancel()
 		var e *events.APIError
 		if !errors.As(err, &e) || e.Status != http.StatusBadRequest || e.Code != "invalid_request" ||

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"clopen.dev/pkg/platform/busauth"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/embeddednats"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
@@ -47,6 +49,9 @@ type Config struct {
 	// connects without identities (a server that enforces none). The
 	// embedded server always gets fresh ones.
 	Bus busauth.Passwords
+	// Keys are the bus token keys; nil makes fresh ones. Each service is
+	// given only the ones it needs (its TokenKeys).
+	Keys *bustoken.Keys
 	// DatabaseURL is required: the stack does not start Postgres.
 	DatabaseURL string
 	// HTTP is the gateway's listener; nil listens on a free loopback port.
@@ -76,7 +81,10 @@ type Stack struct {
 	NATSURL string
 	// Bus is each role's password on the bus (busauth), the Operator's
 	// included, for tests and tools that inspect it.
-	Bus    busauth.Passwords
+	Bus busauth.Passwords
+	// Keys are the bus token keys, for tests that sign requests as the
+	// gateway or streammgr would.
+	Keys   bustoken.Keys
 	URL    string // the gateway's base URL
 	DB     *pgxpool.Pool
 	Health *health.Registry
@@ -126,6 +134,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		s.natsPort = ns.Addr().(*net.TCPAddr).Port
 	}
 	s.NATSURL = natsURL
+	if cfg.Keys != nil {
+		s.Keys = *cfg.Keys
+	} else {
+		s.Keys = bustoken.Generate()
+	}
 	fail := func(err error) (*Stack, error) {
 		s.shutdown()
 		return nil, err
@@ -165,6 +178,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 				ac.DataDir = cfg.Dir
 			}
 			ac.Replicas = max(ac.Replicas, 1)
+			ac.Tokens = s.Keys.Only(artifacts.TokenKeys)
 			return artifacts.Run(ctx, ac, artifacts.Deps{NATS: nc, DB: pool, Logger: l, Health: s.Health})
 		}},
 		{bridge.Name, func(ctx context.Context, nc *nats.Conn, l *slog.Logger) error {
@@ -175,6 +189,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			if cfg.Gateway != nil {
 				gc = *cfg.Gateway
 			}
+			gc.Tokens = s.Keys.Only(gateway.TokenKeys)
 			return gateway.Run(ctx, gc, gateway.Deps{NATS: nc, DB: pool, Logger: l,
 				Health: s.Health, Listener: ln, Ready: cfg.OnReady})
 		}},
@@ -194,7 +209,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	} else {
 		services = append(services, service{streammgr.Name, func(ctx context.Context, nc *nats.Conn, l *slog.Logger) error {
-			return streammgr.Run(ctx, orDefault(cfg.Streammgr, streammgr.DefaultConfig()), streammgr.Deps{NATS: nc, DB: pool, Logger: l, Health: s.Health})
+			sc := orDefault(cfg.Streammgr, streammgr.DefaultConfig())
+			sc.Tokens = s.Keys.Only(streammgr.TokenKeys)
+			return streammgr.Run(ctx, sc, streammgr.Deps{NATS: nc, DB: pool, Logger: l, Health: s.Health})
 		}})
 	}
 	workers := cfg.Workers
@@ -216,6 +233,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	for i := range workers {
 		wc := orDefault(cfg.Worker, worker.DefaultConfig())
+		wc.Tokens = s.Keys.Only(worker.TokenKeys)
 		if workers > 1 || wc.ID == "" {
 			wc.ID = fmt.Sprintf("%s-%d", worker.DefaultConfig().ID, i)
 		}
@@ -365,9 +383,8 @@ func (s *Stack) shutdown() {
 	}
 }
 
-func orDefault[T comparable](v, def T) T {
-	var zero T
-	if v == zero {
+func orDefault[T any](v, def T) T {
+	if reflect.ValueOf(&v).Elem().IsZero() {
 		return def
 	}
 	return v

@@ -1,7 +1,8 @@
 // Package artifacts is the gateway's side of the artifacts service: skills,
 // subagents, instructions, permission sets, profiles, engine providers and
 // accounts, fetched and changed over svc.Call with the caller's
-// events.Caller, built from its API key and nothing else. artifacts scopes
+// events.Caller, built from its API key and nothing else, and the caller
+// token the gateway signs for it (identity.Bus). artifacts scopes
 // every request by that tenant; the gateway adds who may do what:
 //
 //   - any user of the tenant reads its tenant-wide artifacts;
@@ -23,10 +24,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/nats-io/nats.go"
-
 	"clopen.dev/pkg/events"
-	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
 	"clopen.dev/services/gateway/internal/identity"
@@ -44,12 +42,14 @@ type Projects interface {
 // Artifacts calls the artifacts service for authenticated principals. It is
 // safe for concurrent use.
 type Artifacts struct {
-	nc       *nats.Conn
+	bus      *identity.Bus
 	projects Projects
 }
 
 // New returns an Artifacts calling the artifacts service over nc.
-func New(nc *nats.Conn, projects Projects) *Artifacts { return &Artifacts{nc: nc, projects: projects} }
+func New(bus *identity.Bus, projects Projects) *Artifacts {
+	return &Artifacts{bus: bus, projects: projects}
+}
 
 // call sends req to svc.artifacts.<op>; op is one of the constants of
 // pkg/events, never client input.
@@ -58,7 +58,7 @@ func (a *Artifacts) call(ctx context.Context, op string, req, resp any) error {
 	if err != nil {
 		return err
 	}
-	return svc.Call(ctx, a.nc, subject, req, resp)
+	return a.bus.Call(ctx, subject, req, resp)
 }
 
 // admin refuses a change of tenant-wide artifacts to a non-admin.

@@ -1,6 +1,7 @@
 // Package chats is the gateway's side of streammgr: chat sessions, messages,
 // runs and snapshots, fetched and changed over svc.Call. Every call carries
 // the caller's events.Caller, built from its API key and nothing else, and
+// a caller token the gateway signs for it (identity.Bus), and
 // every session or run is checked against the caller's project access before
 // the gateway acts on it or returns it: streammgr scopes by tenant, the
 // gateway adds project membership.
@@ -11,8 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
-
-	"github.com/nats-io/nats.go"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/svc"
@@ -33,7 +32,7 @@ type Projects interface {
 // Chats calls streammgr for authenticated principals. It is safe for
 // concurrent use.
 type Chats struct {
-	nc       *nats.Conn
+	bus      *identity.Bus
 	projects Projects
 	homes    homes
 	cfg      Config
@@ -47,16 +46,16 @@ type Config struct {
 }
 
 // New returns a Chats calling streammgr over nc.
-func New(nc *nats.Conn, projects Projects, cfg Config) *Chats {
+func New(bus *identity.Bus, projects Projects, cfg Config) *Chats {
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = svc.DefaultTimeout
 	}
-	return &Chats{nc: nc, projects: projects, cfg: cfg}
+	return &Chats{bus: bus, projects: projects, cfg: cfg}
 }
 
 // call sends req to svc.streammgr.<op>.
 func (c *Chats) call(ctx context.Context, op string, req, resp any) error {
-	return svc.Call(ctx, c.nc, Subject(op), req, resp)
+	return c.bus.Call(ctx, Subject(op), req, resp)
 }
 
 // Subject is the subject of streammgr's endpoint op: svc.streammgr.<op>.

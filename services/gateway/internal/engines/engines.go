@@ -41,11 +41,15 @@ type Projects interface {
 // Engines asks engine workers. It is safe for concurrent use.
 type Engines struct {
 	nc       *nats.Conn
+	bus      *identity.Bus
 	projects Projects
 }
 
-// New returns an Engines talking over nc.
-func New(nc *nats.Conn, projects Projects) *Engines { return &Engines{nc: nc, projects: projects} }
+// New returns an Engines reading the workers bucket over nc and calling
+// the workers through bus.
+func New(nc *nats.Conn, bus *identity.Bus, projects Projects) *Engines {
+	return &Engines{nc: nc, bus: bus, projects: projects}
+}
 
 // List returns every engine type, ready when a live worker offers it.
 func (e *Engines) List(ctx context.Context) ([]api.EngineReadiness, error) {
@@ -129,7 +133,7 @@ func (e *Engines) Models(ctx context.Context, p identity.Principal, engine event
 	ctx, cancel := context.WithTimeout(ctx, modelsTimeout)
 	defer cancel()
 	var out events.ModelsReply
-	err = svc.Call(ctx, e.nc, subject, events.ModelsRequest{Caller: p.Caller(), Engine: engine, AccountID: account, Provider: provider}, &out)
+	err = e.bus.Call(ctx, subject, events.ModelsRequest{Caller: p.Caller(), Engine: engine, AccountID: account, Provider: provider}, &out)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return events.ModelsReply{Models: []events.EngineModel{}, Message: noWorker(engine)}, nil
 	}
@@ -155,7 +159,7 @@ func (e *Engines) Generate(ctx context.Context, p identity.Principal, req events
 	ctx, cancel := context.WithTimeout(ctx, generateTimeout)
 	defer cancel()
 	var out events.GenerateReply
-	err = svc.Call(ctx, e.nc, subject, req, &out)
+	err = e.bus.Call(ctx, subject, req, &out)
 	if errors.Is(err, nats.ErrNoResponders) {
 		return out, svc.Unavailable("%s", noWorker(req.Engine))
 	}
