@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -32,10 +33,8 @@ func observeHub(h *live.Hub) (metric.Registration, error) {
 		metric.WithDescription("WebSocket connections closed because the client fell behind (slow consumers)"), metric.WithUnit("{connection}"))
 	depth, err3 := meter.Int64ObservableGauge("clopen.gateway.ws.queue.max_depth",
 		metric.WithDescription("the deepest any connection's outbound queue has been"), metric.WithUnit("{frame}"))
-	for _, err := range []error{err1, err2, err3} {
-		if err != nil {
-			return nil, fmt.Errorf("websocket metrics: %w", err)
-		}
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return nil, fmt.Errorf("websocket metrics: %w", err)
 	}
 	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		st := h.Stats()

@@ -16,20 +16,20 @@ import (
 // yet finished by a worker (JOBS is a work queue, so a job leaves it when
 // its worker acks it at the run's end). Every engine is reported, zero
 // when it has no jobs, so a panel never shows "no data" for an idle one.
-func observeJobs(js jetstream.JetStream) (metric.Registration, error) {
+func observeJobs(ctx context.Context, js jetstream.JetStream) (metric.Registration, error) {
+	stream, err := js.Stream(ctx, events.StreamJobs) // declared before
+	if err != nil {
+		return nil, fmt.Errorf("jobs metrics: %w", err)
+	}
 	backlog, err := meter.Int64ObservableGauge("clopen.streammgr.jobs.backlog",
 		metric.WithDescription("jobs in JOBS (waiting for a worker or running), by engine"), metric.WithUnit("{job}"))
 	if err != nil {
 		return nil, fmt.Errorf("jobs metrics: %w", err)
 	}
 	return meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
-		stream, err := js.Stream(ctx, events.StreamJobs)
-		if err != nil {
-			return nil // not observable right now
-		}
 		info, err := stream.Info(ctx, jetstream.WithSubjectFilter("job.>"))
 		if err != nil {
-			return nil
+			return nil // not observable right now
 		}
 		for _, e := range events.EngineTypes() {
 			n := info.State.Subjects["job."+string(e)]

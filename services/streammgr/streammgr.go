@@ -105,7 +105,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		return err
 	}
 	zeroCounters(ctx)
-	jobStats, err := observeJobs(js)
+	jobStats, err := observeJobs(ctx, js)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package pgdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,10 +28,8 @@ func ObservePool(pool *pgxpool.Pool, name string) (metric.Registration, error) {
 		metric.WithDescription("acquisitions that found no idle connection and waited"), metric.WithUnit("{acquire}"))
 	waitTime, err5 := m.Float64ObservableCounter("clopen.db.pool.wait_time",
 		metric.WithDescription("time spent acquiring connections"), metric.WithUnit("s"))
-	for _, err := range []error{err1, err2, err3, err4, err5} {
-		if err != nil {
-			return nil, fmt.Errorf("pool metrics: %w", err)
-		}
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+		return nil, fmt.Errorf("pool metrics: %w", err)
 	}
 	pooled := attribute.String("db.client.connection.pool.name", name)
 	used := metric.WithAttributes(pooled, attribute.String("db.client.connection.state", "used"))

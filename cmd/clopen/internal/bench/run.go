@@ -68,13 +68,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			fmt.Fprintf(o.Progress, format+"\n", args...)
 		}
 	}
-	var every []string // environment of every service
 	masterKey := NewMasterKey()
-	start := func(name string, env ...string) (*System, tenant, error) {
+	// start starts a system; all is extra environment for every service,
+	// env for the worker.
+	start := func(name string, all []string, env ...string) (*System, tenant, error) {
 		say("starting Clopen as separate processes (%s)", name)
 		capacity := max(o.IdleRuns+100, 256)
 		sys, err := StartSystem(ctx, SystemConfig{Binary: o.Binary, Dir: filepath.Join(o.Dir, name), DatabaseURL: o.DatabaseURL,
-			Workers: 1, Logs: o.Logs, Env: every, MasterKey: masterKey, WorkerEnv: append([]string{fmt.Sprintf("CLOPEN_WORKER_CAPACITY=%d", capacity)}, env...)})
+			Workers: 1, Logs: o.Logs, Env: all, MasterKey: masterKey, WorkerEnv: append([]string{fmt.Sprintf("CLOPEN_WORKER_CAPACITY=%d", capacity)}, env...)})
 		if err != nil {
 			return nil, tenant{}, err
 		}
@@ -87,43 +88,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 
 	if o.Telemetry {
-		t := &TelemetryResult{}
-		for _, traced := range []bool{false, true} {
-			name, sink := "traces-off", (*otlpSink)(nil)
-			every = nil
-			if traced {
-				if sink, err = startOTLPSink(); err != nil {
-					return nil, err
-				}
-				name, every = "traces-on", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.url}
-			}
-			sys, tn, err := start(name, "CLOPEN_COALESCE=0")
-			if err != nil {
-				return nil, err
-			}
-			for _, c := range o.Cases {
-				say("stream (%s): %d runs × %d deltas at %.0f deltas/s", name, c.Runs, c.Deltas, c.Rate)
-				r, err := stream(ctx, sys, db, tn, c.Runs, c.Deltas, max(c.Clients, 1), c.Rate, o.Progress)
-				if err != nil {
-					sys.Stop()
-					return nil, err
-				}
-				if traced {
-					t.On = append(t.On, r)
-				} else {
-					t.Off = append(t.Off, r)
-				}
-			}
-			sys.Stop() // flushes the services' spans
-			if sink != nil {
-				t.Exports, t.ExportedBytes = sink.close()
-			}
+		t, err := tracesOffAndOn(ctx, o, db, start, say)
+		if err != nil {
+			return nil, err
 		}
 		rep.Telemetry = t
 		return rep, nil
 	}
 
-	sys, tn, err := start("uncoalesced", "CLOPEN_COALESCE=0")
+	sys, tn, err := start("uncoalesced", nil, "CLOPEN_COALESCE=0")
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +159,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	sys.Stop()
 
 	if len(o.Coalesced) > 0 {
-		sys, tn, err = start("coalesced", "CLOPEN_COALESCE="+o.Coalesce.String())
+		sys, tn, err = start("coalesced", nil, "CLOPEN_COALESCE="+o.Coalesce.String())
 		if err != nil {
 			return nil, err
 		}

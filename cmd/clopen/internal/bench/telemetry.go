@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TelemetryResult is the streaming cases with traces off and on: what
@@ -75,4 +77,45 @@ func cpuSeconds(u Usage) float64 {
 		total += c.CPUSeconds
 	}
 	return total
+}
+
+// tracesOffAndOn runs o.Cases on a system with traces off, then on one
+// whose every service exports them to a counting sink.
+func tracesOffAndOn(ctx context.Context, o Options, db *pgxpool.Pool,
+	start func(name string, all []string, env ...string) (*System, tenant, error), say func(string, ...any)) (*TelemetryResult, error) {
+	t := &TelemetryResult{}
+	for _, traced := range []bool{false, true} {
+		name, results, all := "traces-off", &t.Off, []string(nil)
+		var sink *otlpSink
+		if traced {
+			var err error
+			if sink, err = startOTLPSink(); err != nil {
+				return nil, err
+			}
+			name, results, all = "traces-on", &t.On, []string{"OTEL_EXPORTER_OTLP_ENDPOINT=" + sink.url}
+		}
+		err := func() error {
+			sys, tn, err := start(name, all, "CLOPEN_COALESCE=0")
+			if err != nil {
+				return err
+			}
+			defer sys.Stop() // flushes the services' spans
+			for _, c := range o.Cases {
+				say("stream (%s): %d runs × %d deltas at %.0f deltas/s", name, c.Runs, c.Deltas, c.Rate)
+				r, err := stream(ctx, sys, db, tn, c.Runs, c.Deltas, max(c.Clients, 1), c.Rate, o.Progress)
+				if err != nil {
+					return err
+				}
+				*results = append(*results, r)
+			}
+			return nil
+		}()
+		if sink != nil {
+			t.Exports, t.ExportedBytes = sink.close() // after the system stopped
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }

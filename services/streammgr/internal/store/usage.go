@@ -32,13 +32,12 @@ func Usage(ctx context.Context, db DB, tenant string, req events.UsageRequest) (
 		args = append(args, req.OnlyUser)
 		where = append(where, fmt.Sprintf("requested_by = $%d", len(args)))
 	}
-	dims, group := strings.Join(dimensions(req.GroupBy), ", "), " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
-	sql := `SELECT ` + dims + `, count(*), count(*) FILTER (WHERE state = 'failed'),
+	sql := `SELECT ` + strings.Join(dimensions(req.GroupBy), ", ") + `, count(*), count(*) FILTER (WHERE state = 'failed'),
 		coalesce(sum((usage->>'inputTokens')::bigint), 0), coalesce(sum((usage->>'outputTokens')::bigint), 0),
 		coalesce(sum((usage->>'cacheReadInputTokens')::bigint), 0), coalesce(sum((usage->>'cacheCreationInputTokens')::bigint), 0),
 		coalesce(sum(cost_usd), 0)::double precision,
 		coalesce(sum(extract(epoch FROM coalesce(ended_at, now()) - claimed_at)) FILTER (WHERE claimed_at IS NOT NULL), 0)::double precision
-		FROM streammgr.runs WHERE ` + strings.Join(where, " AND ") + group
+		FROM streammgr.runs WHERE ` + strings.Join(where, " AND ") + ` GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`
 	rows, err := db.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
