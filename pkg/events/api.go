@@ -250,14 +250,17 @@ type Run struct {
 	// responses while the run ran (see RunState.MeteredUsage), so an agent
 	// cannot under-report it; null when the run did not go through the
 	// proxy (an unconfined worker, or a model server reached directly).
-	MeteredUsage    *TokenUsage `json:"meteredUsage" doc:"The tokens the model proxy counted from the provider's responses to this run, independent of the agent's own report (usage); null when the run did not go through the proxy (an unconfined worker, a model server the agent reached directly)."`
-	CostUSD         *float64    `json:"totalCostUsd,omitempty"`
-	ClientRequestID string      `json:"clientRequestId,omitempty"` // of the send that started it
-	QueuedAt        time.Time   `json:"queuedAt"`
-	DispatchedAt    *time.Time  `json:"dispatchedAt,omitempty"`
-	ClaimedAt       *time.Time  `json:"claimedAt,omitempty"`
-	FirstOutputAt   *time.Time  `json:"firstOutputAt,omitempty"`
-	EndedAt         *time.Time  `json:"endedAt,omitempty"`
+	MeteredUsage *TokenUsage `json:"meteredUsage" doc:"The tokens the model proxy counted from the provider's responses to this run, independent of the agent's own report (usage); null when the run did not go through the proxy (an unconfined worker, a model server the agent reached directly)."`
+	// Snapshot is the state the run left (see RunSnapshot): null before
+	// it ended, or when its worker took none.
+	Snapshot        *RunSnapshot `json:"snapshot" doc:"The state this turn left: the snapshot of the session's workspace and engine session after it, and the files it added, changed and deleted; null while the run goes on or when none was taken."`
+	CostUSD         *float64     `json:"totalCostUsd,omitempty"`
+	ClientRequestID string       `json:"clientRequestId,omitempty"` // of the send that started it
+	QueuedAt        time.Time    `json:"queuedAt"`
+	DispatchedAt    *time.Time   `json:"dispatchedAt,omitempty"`
+	ClaimedAt       *time.Time   `json:"claimedAt,omitempty"`
+	FirstOutputAt   *time.Time   `json:"firstOutputAt,omitempty"`
+	EndedAt         *time.Time   `json:"endedAt,omitempty"`
 	// ArtifactRevision is the artifacts revision the run was configured from.
 	ArtifactRevision *int64 `json:"artifactRevision,omitempty"`
 }

@@ -23,6 +23,9 @@ type ChatStreamFinished struct {
 	ChatSessionID string       `json:"chatSessionId"`
 	Status        FinishStatus `json:"status"`
 	Reason        string       `json:"reason,omitempty"` // e.g. "session-deleted"
+	// Snapshot is the state the turn left and the files it changed (see
+	// RunSnapshot), when its worker took a snapshot.
+	Snapshot *RunSnapshot `json:"snapshot,omitempty"`
 }
 
 // FinishStatus is how a turn finished, as chat:stream-finished reports it.

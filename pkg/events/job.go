@@ -26,9 +26,15 @@ type Job struct {
 	Prompt Blocks `json:"prompt"`
 	// ResumeSessionID is the engine session to continue (forked on resume), or
 	// empty for a fresh session.
-	ResumeSessionID string    `json:"resumeSessionId,omitempty"`
-	RequestedBy     string    `json:"requestedBy,omitempty"`
-	QueuedAt        time.Time `json:"queuedAt"`
+	ResumeSessionID string `json:"resumeSessionId,omitempty"`
+	// Snapshot is the state the turn starts from: the snapshot left by the
+	// newest turn on the session's HEAD (its workspace and its engine's
+	// session files; see RunSnapshot), so the turn can run on any worker.
+	// Empty for a session no turn has left state in yet: it starts from
+	// an empty workspace.
+	Snapshot    string    `json:"snapshot,omitempty"`
+	RequestedBy string    `json:"requestedBy,omitempty"`
+	QueuedAt    time.Time `json:"queuedAt"`
 	// TraceParent is the W3C trace context of the request that started the
 	// turn, so a turn dispatched later (queued behind another, or held at
 	// its tenant's limit) still joins that request's trace.

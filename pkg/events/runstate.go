@@ -3,8 +3,8 @@ package events
 // RunState is Clopen's extension of the original EngineOutput union: a
 // transition of the run's state machine, {"type":"run_state","state",
 // "reason","error","errorKind","toolUseId","artifactRevision",
-// "reasoningEffort","meteredUsage"} with the last seven omitted when empty
-// (reasoningEffort and meteredUsage: when nil). ToolUseID names the parked question or permission prompt of an
+// "reasoningEffort","meteredUsage","snapshot"} with the last eight omitted
+// when empty (reasoningEffort, meteredUsage and snapshot: when nil). ToolUseID names the parked question or permission prompt of an
 // awaiting_input state: the id a client answers. ArtifactRevision, on the
 // running transition, is the tenant's artifact revision whose content the
 // worker applied before starting the engine. The
@@ -31,6 +31,9 @@ type RunState struct {
 	// in its result): nil when the run's agent did not go through the
 	// proxy (unconfined, or a model server it reached by itself).
 	MeteredUsage *TokenUsage
+	// Snapshot is, on the terminal transition the worker publishes, the
+	// state the turn left (see RunSnapshot): nil when the worker took none.
+	Snapshot *RunSnapshot
 }
 
 // RunStateName is a state of a run. The vocabulary is append-only.
@@ -88,7 +91,8 @@ func (r RunState) MarshalJSON() ([]byte, error) {
 		Revision  int64        `json:"artifactRevision,omitempty"`
 		Effort    *string      `json:"reasoningEffort,omitempty"`
 		Metered   *TokenUsage  `json:"meteredUsage,omitempty"`
-	}{TypeRunState, r.State, r.Reason, r.Error, r.ErrorKind, r.ToolUseID, r.ArtifactRevision, r.ReasoningEffort, r.MeteredUsage})
+		Snapshot  *RunSnapshot `json:"snapshot,omitempty"`
+	}{TypeRunState, r.State, r.Reason, r.Error, r.ErrorKind, r.ToolUseID, r.ArtifactRevision, r.ReasoningEffort, r.MeteredUsage, r.Snapshot})
 }
 
 // UnmarshalJSON decodes a run_state strictly, as DecodeOutput does.
@@ -109,5 +113,6 @@ func decodeRunState(d *dec) Output {
 		ToolUseID:        d.str("toolUseId"),
 		ArtifactRevision: d.int64("artifactRevision"),
 		MeteredUsage:     decodeUsage(d, "meteredUsage"),
+		Snapshot:         decodeSnapshot(d, "snapshot"),
 	}
 }

@@ -25,6 +25,10 @@ const (
 	BucketRunOwner = "run_owner" // run -> {worker, epoch}; revision is the epoch
 	BucketRunCtl   = "run_ctl"   // run -> durable cancel/interrupt flag
 	BucketWorkers  = "workers"   // worker -> heartbeat
+	// BucketSnapshots is the object store of the chat sessions' snapshots
+	// (workspaces and engine session files), every object under its
+	// tenant's prefix; the workers own it.
+	BucketSnapshots = "snapshots"
 	// BucketArtifactRev maps a tenant to its artifact revision (decimal); the
 	// artifacts service owns it and bumps it on every artifact change.
 	BucketArtifactRev = "artifact_rev"

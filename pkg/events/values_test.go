@@ -103,6 +103,11 @@ var goldenOutputs = map[string]Output{
 	"run_state_no_effort":  RunState{State: RunRunning, ReasoningEffort: ptr("")},
 	"run_state_metered": RunState{State: RunCompleted,
 		MeteredUsage: &TokenUsage{InputTokens: 1200, OutputTokens: 340, CacheCreationInputTokens: 50, CacheReadInputTokens: 9000}},
+	"run_state_snapshot": RunState{State: RunCompleted, Snapshot: &RunSnapshot{ID: "3f9a", Files: 12, Bytes: 40960, Uploaded: 812,
+		Changes: []FileChange{{Path: "src/main.go", Kind: FileChanged, LinesAdded: 3, LinesRemoved: 1},
+			{Path: "logo.png", Kind: FileAdded, Binary: true}, {Path: "old.txt", Kind: FileDeleted, LinesRemoved: 4}}}},
+	"run_state_snapshot_failed": RunState{State: RunFailed, Error: "boom", ErrorKind: KindProvider,
+		Snapshot: &RunSnapshot{Changes: []FileChange{}, Error: "the session's files were not saved: store unavailable"}},
 	"unknown": Unknown{
 		Type: "tool_progress",
 		Raw:  json.RawMessage(`{"type":"tool_progress","sessionId":"sess-A","toolUseId":"toolu_01","elapsed":1.50,"note":"<b>&</b>","nested":{"a":[1,null,"x"]}}`),

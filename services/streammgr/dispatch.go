@@ -66,6 +66,9 @@ func (d *dispatcher) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Lock
 	}
 	run.Job.ResumeSessionID = resume
 	run.ResumeSessionID = resume
+	if run.Job.Snapshot, err = store.HeadSnapshot(ctx, tx, l.HeadMessageID, 500); err != nil {
+		return nil, err
+	}
 	if prompt == nil {
 		prompt = d.prompt(ctx, turnOf(run), run.Job.Prompt)
 	}

@@ -103,6 +103,11 @@ func ownsKV(b string) []string {
 	return append(append(ownsStream(kvStream(b)), readsStream(kvStream(b))...), "$KV."+b+".>")
 }
 
+// An object store its owner declares, reads and writes.
+func ownsObjects(b string) []string {
+	return append(append(ownsStream("OBJ_"+b), readsStream("OBJ_"+b)...), "$O."+b+".>")
+}
+
 // A bucket another role declares: read and watched only.
 func readsKV(b string) []string { return readsStream(kvStream(b)) }
 
@@ -141,13 +146,15 @@ var grants = map[Role]Grant{
 		Responds:  true,
 	},
 	// A worker takes jobs, publishes its runs' events, answers its runs'
-	// control requests and its engines' catalog, and resolves credentials.
+	// control requests and its engines' catalog, resolves credentials, and
+	// keeps the sessions' snapshots.
 	Worker: {
 		Publish: concat([]string{
 			events.SubjectEventsAll,
 			svcSubject(events.ArtifactsService, events.OpContent),
 			svcSubject(events.ArtifactsService, events.OpAccountsResolve),
 		}, readsStream(events.StreamJobs), ownsKV(events.BucketRunOwner), ownsKV(events.BucketWorkers),
+			ownsObjects(events.BucketSnapshots),
 			readsKV(events.BucketRunCtl), readsKV(events.BucketArtifactRev)),
 		Subscribe: concat([]string{"ctl.run.*.*", "svc." + events.EngineService + ".>"}, serves("engine-worker")),
 		Responds:  true,

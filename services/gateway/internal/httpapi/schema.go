@@ -31,10 +31,11 @@ var (
 
 // enums lists the vocabularies a string type is restricted to.
 var enums = map[reflect.Type][]string{
-	reflect.TypeFor[events.EngineType]():   strs(events.EngineTypes()),
-	reflect.TypeFor[events.RunStateName](): strs(events.RunStates()),
-	reflect.TypeFor[events.Modality]():     {"text", "image", "audio", "video", "pdf"},
-	reflect.TypeFor[events.AuthMode]():     {string(events.AuthChatGPT), string(events.AuthAPIKey)},
+	reflect.TypeFor[events.EngineType]():     strs(events.EngineTypes()),
+	reflect.TypeFor[events.RunStateName]():   strs(events.RunStates()),
+	reflect.TypeFor[events.Modality]():       {"text", "image", "audio", "video", "pdf"},
+	reflect.TypeFor[events.AuthMode]():       {string(events.AuthChatGPT), string(events.AuthAPIKey)},
+	reflect.TypeFor[events.FileChangeKind](): strs(events.FileChangeKinds()),
 }
 
 func strs[T ~string](vs []T) []string {

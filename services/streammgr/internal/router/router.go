@@ -149,10 +149,12 @@ type RunChange struct {
 	// MeteredUsage is what the worker's model proxy counted for the run
 	// (reported with the terminal state).
 	MeteredUsage *events.TokenUsage
-	CostUSD      *float64
-	NumTurns     *int
-	Error        string
-	ErrorKind    events.ErrorKind
+	// Snapshot is the state the run left (reported with the terminal state).
+	Snapshot  *events.RunSnapshot
+	CostUSD   *float64
+	NumTurns  *int
+	Error     string
+	ErrorKind events.ErrorKind
 	// ArtifactRevision is the artifacts revision the worker configured the
 	// run from (reported with the running state).
 	ArtifactRevision int64

@@ -43,7 +43,9 @@ func (rt *routing) state(v events.RunState) {
 	rt.closeStreams()
 	rt.out.Run.Error, rt.out.Run.ErrorKind = v.Error, v.ErrorKind
 	rt.out.Run.MeteredUsage = v.MeteredUsage
-	finish := events.ChatStreamFinished{ProjectID: s.run.ProjectID, ChatSessionID: s.run.SessionID, Reason: v.Reason}
+	rt.out.Run.Snapshot = v.Snapshot
+	finish := events.ChatStreamFinished{ProjectID: s.run.ProjectID, ChatSessionID: s.run.SessionID, Reason: v.Reason,
+		Snapshot: v.Snapshot}
 	switch v.State {
 	case events.RunCompleted:
 		rt.markInterrupted()

@@ -145,6 +145,8 @@ type runAgg struct {
 	claimedAt, firstAt    *time.Time
 	endedAt               *time.Time
 	usage, metered        []byte
+	snapshot              []byte
+	snapshotID            string
 	cost                  *float64
 	turns                 *int
 	errMsg                string
@@ -179,6 +181,10 @@ func (a *runAgg) add(o router.Outcome) {
 	}
 	if c.MeteredUsage != nil {
 		a.metered, _ = json.Marshal(c.MeteredUsage)
+	}
+	if c.Snapshot != nil {
+		a.snapshot, _ = json.Marshal(c.Snapshot)
+		a.snapshotID = c.Snapshot.ID
 	}
 	if c.CostUSD != nil {
 		a.cost = c.CostUSD
@@ -227,10 +233,13 @@ func (a *runAgg) queue(b *pgx.Batch, id string) {
 			CASE WHEN $14::timestamptz IS NOT NULL THEN greatest($14, first_output_at, $7, claimed_at, $6, dispatched_at, queued_at) END),
 		artifact_revision = coalesce($15, artifact_revision),
 		reasoning_effort = CASE WHEN $16::text IS NULL THEN reasoning_effort ELSE nullif($16, '') END,
-		metered_usage = coalesce($17::jsonb, metered_usage)
+		metered_usage = coalesce($17::jsonb, metered_usage),
+		snapshot = coalesce($18::jsonb, snapshot),
+		snapshot_id = coalesce(nullif($19, ''), snapshot_id)
 		WHERE id = $1`,
 		id, string(a.state), int64(a.epoch), int64(a.lastSeq), a.worker, a.claimedAt, a.firstAt, a.engineSession,
-		a.usage, a.cost, a.turns, a.errMsg, string(a.errKind), a.endedAt, a.artifactRev, a.effort, a.metered)
+		a.usage, a.cost, a.turns, a.errMsg, string(a.errKind), a.endedAt, a.artifactRev, a.effort, a.metered,
+		a.snapshot, a.snapshotID)
 }
 
 // sessAgg folds a batch's changes to one session into one UPDATE.

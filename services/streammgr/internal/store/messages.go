@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -91,6 +92,31 @@ func WalkHead(ctx context.Context, db DB, head string, limit int) ([]Branch, err
 		return nil
 	})
 	return out, err
+}
+
+// HeadSnapshot returns the snapshot a turn on head starts from: the one
+// left by the newest run on the path from head towards the root (up to
+// limit messages) that left one, "" when none did. A fork or a restore
+// moves HEAD, and with it the files the next turn sees.
+func HeadSnapshot(ctx context.Context, db DB, head string, limit int) (string, error) {
+	if head == "" {
+		return "", nil
+	}
+	var id string
+	err := db.QueryRow(ctx, `WITH RECURSIVE path AS (
+			SELECT id, parent_message_id, run_id, 1 AS depth FROM streammgr.messages WHERE id = $1
+			UNION ALL
+			SELECT m.id, m.parent_message_id, m.run_id, p.depth + 1 FROM streammgr.messages m
+			JOIN path p ON m.id = p.parent_message_id WHERE p.depth < $2)
+		SELECT r.snapshot_id FROM path JOIN streammgr.runs r ON r.id = path.run_id
+		WHERE r.snapshot_id IS NOT NULL ORDER BY path.depth LIMIT 1`, head, limit).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("head snapshot: %w", err)
+	}
+	return id, nil
 }
 
 // SaveUserTurn records a user's message as the session's new HEAD and

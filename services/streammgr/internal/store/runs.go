@@ -172,14 +172,21 @@ func Public(ctx context.Context, db DB, r RunRow) (events.Run, error) {
 	out := events.Run{ID: r.ID, SessionID: r.SessionID, ProjectID: r.ProjectID, State: r.State, Engine: r.Engine,
 		Model: r.Model, Effort: r.Effort, WorkerID: r.WorkerID, Epoch: r.Epoch, EngineSessionID: r.EngineSession,
 		ClientRequestID: r.ClientRequestID, QueuedAt: r.QueuedAt, DispatchedAt: r.DispatchedAt, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt}
-	var usage, metered []byte
+	var usage, metered, snapshot []byte
 	var errMsg, kind *string
-	err := db.QueryRow(ctx, `SELECT usage, metered_usage, cost_usd, error, error_kind, first_output_at, artifact_revision FROM streammgr.runs WHERE id = $1`,
-		r.ID).Scan(&usage, &metered, &out.CostUSD, &errMsg, &kind, &out.FirstOutputAt, &out.ArtifactRevision)
+	err := db.QueryRow(ctx, `SELECT usage, metered_usage, cost_usd, error, error_kind, first_output_at, artifact_revision, snapshot
+		FROM streammgr.runs WHERE id = $1`,
+		r.ID).Scan(&usage, &metered, &out.CostUSD, &errMsg, &kind, &out.FirstOutputAt, &out.ArtifactRevision, &snapshot)
 	if err != nil {
 		return out, notFound(err)
 	}
 	out.Usage, out.MeteredUsage = tokenUsage(usage), tokenUsage(metered)
+	if snapshot != nil {
+		var s events.RunSnapshot
+		if json.Unmarshal(snapshot, &s) == nil {
+			out.Snapshot = &s
+		}
+	}
 	if errMsg != nil {
 		out.Error = *errMsg
 	}
