@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -55,7 +57,8 @@ type Snapshots struct {
 
 // Capture walks every tree and stores a new manifest whose parent is prev
 // (nil for the first). File contents found in prev, or met earlier in this
-// capture, are not uploaded again.
+// capture, are not uploaded again; when nothing changed at all, Capture
+// stores nothing and returns prev itself.
 func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[string]Tree) (*Manifest, Stats, error) {
 	start := time.Now()
 	var st Stats
@@ -111,6 +114,11 @@ func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[strin
 	if err := m.validate(); err != nil {
 		return nil, st, fmt.Errorf("capture: %w", err)
 	}
+	if unchanged(prev, m) {
+		// Nothing to store: the previous snapshot is this one.
+		st.Took = time.Since(start)
+		return prev, st, s.Cache.Save()
+	}
 	data, err := encodeManifest(m)
 	if err != nil {
 		return nil, st, err
@@ -126,6 +134,20 @@ func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[strin
 	}
 	st.Took = time.Since(start)
 	return m, st, nil
+}
+
+// unchanged says m holds exactly what the stored manifest prev holds.
+func unchanged(prev, m *Manifest) bool {
+	if prev == nil || prev.ID == "" || len(prev.Trees) != len(m.Trees) || !maps.Equal(prev.Partial, m.Partial) {
+		return false
+	}
+	for name, entries := range m.Trees {
+		old, ok := prev.Trees[name]
+		if !ok || !slices.Equal(old, entries) {
+			return false
+		}
+	}
+	return true
 }
 
 // capture is one Capture's state: the pack being filled and what is known.

@@ -169,6 +169,13 @@ func TestIncrementalCaptureUploadsOneFile(t *testing.T) {
 	if m2.Parent != m1.ID {
 		t.Errorf("Parent = %s, want %s", m2.Parent, m1.ID)
 	}
+	m3, st3, err := s.Capture(ctx, m2, trees)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m3.ID != m2.ID || st3.Uploaded != 0 || st3.Files != 500 {
+		t.Errorf("no-op capture = %s %+v, want %s, nothing uploaded, 500 files", m3.ID, st3, m2.ID)
+	}
 	dst := t.TempDir()
 	if _, err := s.Restore(ctx, m2, map[string]string{"workspace": dst}); err != nil {
 		t.Fatal(err)
