@@ -3,6 +3,7 @@ package snapshot
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -178,6 +179,9 @@ func (c *capture) walk(t Tree) ([]Entry, error) {
 		}
 	}
 	err = filepath.WalkDir(root, func(abs string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) && abs != root {
+			return nil // removed while we walked: not part of the snapshot
+		}
 		if err != nil {
 			return err
 		}
@@ -206,12 +210,19 @@ func (c *capture) walk(t Tree) ([]Entry, error) {
 			return nil
 		}
 		info, err := d.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
 		if err != nil {
 			return err
 		}
 		switch {
 		case info.Mode().IsRegular():
 			e, err := c.file(abs, rel, info)
+			if errors.Is(err, fs.ErrNotExist) {
+				c.st.Files--
+				return nil
+			}
 			if err != nil {
 				return err
 			}

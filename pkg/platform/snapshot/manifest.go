@@ -38,7 +38,7 @@ type Entry struct {
 	Off  int64       `json:"off,omitempty"`
 }
 
-// IsFile, IsLink and IsDir say what kind of entry e is.
+// IsFile says e is a regular file.
 func (e Entry) IsFile() bool { return e.Mode&fs.ModeType == 0 }
 
 // IsLink says e is a symlink.

@@ -54,6 +54,12 @@ func (s *Snapshots) RestoreTrees(ctx context.Context, m *Manifest, trees map[str
 		}
 	}()
 	for name, t := range trees {
+		// The cache is keyed by absolute paths, as Capture sees them.
+		abs, err := filepath.Abs(t.Dir)
+		if err != nil {
+			return st, fmt.Errorf("restore %s: %w", name, err)
+		}
+		t.Dir = abs
 		if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 			return st, fmt.Errorf("restore %s: %w", name, err)
 		}

@@ -183,6 +183,20 @@ func TestIncrementalCaptureUploadsOneFile(t *testing.T) {
 	if got, want := listing(t, dst), listing(t, src); got != want {
 		t.Errorf("restore of incremental snapshot differs")
 	}
+	again, err := s.Restore(ctx, m2, map[string]string{"workspace": dst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Packs != 0 || again.NewFiles != 0 || again.Files != 500 {
+		t.Errorf("restore over an equal dir = %+v, want no packs fetched, nothing written", again)
+	}
+	back, err := s.Restore(ctx, m1, map[string]string{"workspace": dst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Packs != 1 || back.NewFiles != 1 || back.Downloaded > 256<<10 {
+		t.Errorf("restore of the previous snapshot = %+v, want one file from one pack", back)
+	}
 }
 
 func TestRestoreReplacesStaleAndExtra(t *testing.T) {
