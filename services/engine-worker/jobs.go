@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -118,7 +115,8 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	r.mu.Unlock()
 	spans.end(state, kind, errMsg, res)
 	if !r.fenced.Load() {
-		final := events.RunState{State: state, Reason: reason, Error: errMsg, ErrorKind: kind, MeteredUsage: r.metered}
+		final := events.RunState{State: state, Reason: reason, Error: errMsg, ErrorKind: kind, MeteredUsage: r.metered,
+			Snapshot: r.snapshot}
 		if err := r.pub.emit(final); err != nil {
 			log.ErrorContext(ctx, "publish terminal event", "err", err)
 		}
@@ -151,7 +149,7 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 	if err := r.setState(events.RunClaimed, w.cfg.ID); err != nil {
 		return events.RunFailed, "", err.Error(), events.KindInternal
 	}
-	workspace, err := w.workspace(job)
+	workspace, err := w.sessionWorkspace(job)
 	if err != nil {
 		return events.RunFailed, "", err.Error(), events.KindInternal
 	}
@@ -169,13 +167,20 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 	// The effort is clamped to the model before the engine starts, and the
 	// clamped one is what the run reports and its messages are stamped with.
 	effort := w.clampEffort(ctx, job)
-	if err := r.setRunning(prep.revision, effort); err != nil {
-		return events.RunFailed, "", err.Error(), events.KindInternal
-	}
 	req := engine.Request{Tenant: job.Tenant, RunID: job.RunID, SessionID: job.SessionID, ProjectID: job.ProjectID,
 		Workspace: workspace, ConfigDir: prep.configDir, Prompt: prep.prompt, Model: job.Model, Provider: job.Provider,
 		AccountID: job.AccountID, Effort: deref(effort, job.Effort), ResumeSessionID: job.ResumeSessionID, Interaction: r,
 		Permissions: r.policy}
+	// The session's state comes first: a turn that ran without the files
+	// and engine session its chat left would run on a history nobody had.
+	prev, err := w.restore(ctx, eng, req, job)
+	if err != nil {
+		snapshotFailures.Add(ctx, 1)
+		return events.RunFailed, "", "the session's files could not be restored: " + err.Error(), events.KindInternal
+	}
+	if err := r.setRunning(prep.revision, effort); err != nil {
+		return events.RunFailed, "", err.Error(), events.KindInternal
+	}
 	runErr := w.metered(ctx, r, func() error { return eng.Run(ctx, req, r.emit) })
 	cause := context.Cause(ctx)
 	if ctx.Err() == nil {
@@ -184,6 +189,23 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 	r.mu.Lock()
 	res := r.result
 	r.mu.Unlock()
+	if !errors.Is(cause, errLeaseLost) && !r.fenced.Load() {
+		// Whatever the turn's end, what it did to the files and the engine
+		// session is kept (a lost lease means another worker may own the
+		// run now: its state is that worker's to save).
+		session := job.ResumeSessionID
+		if res != nil && res.SessionID != "" {
+			session = res.SessionID
+		}
+		r.snapshot = w.capture(ctx, eng, req, prev, session)
+		if s := r.snapshot; s.Error != "" {
+			// The user is told: the turn's result stands, its files do not.
+			if err := r.pub.emit(events.Notification{SessionID: session, Level: events.LevelWarning,
+				Title: "The session's state was not saved", Message: s.Error}); err != nil {
+				log.ErrorContext(ctx, "publish snapshot warning", "err", err)
+			}
+		}
+	}
 	switch {
 	case errors.Is(cause, engine.ErrCancelled):
 		return events.RunCancelled, "cancelled by user", "", ""
@@ -224,15 +246,6 @@ func (w *Worker) metered(ctx context.Context, r *run, turn func() error) error {
 		r.metered = &u
 	}
 	return err
-}
-
-// workspace returns the run's working directory, creating it.
-func (w *Worker) workspace(job events.Job) (string, error) {
-	dir := filepath.Join(w.cfg.Workspaces, job.Tenant, job.ProjectID)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("workspace: %w", err)
-	}
-	return dir, nil
 }
 
 func (w *Worker) register(r *run) {

@@ -33,6 +33,13 @@ var (
 	generations, _ = meter.Float64Histogram("clopen.worker.generation.duration",
 		metric.WithDescription("structured generations, by engine, generator and outcome (ok or the error kind)"), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 180))
+	snapshotUploaded, _ = meter.Int64Counter("clopen.worker.snapshot.uploaded",
+		metric.WithDescription("bytes the session captures stored in the snapshot store"), metric.WithUnit("By"))
+	snapshotFailures, _ = meter.Int64Counter("clopen.worker.snapshot.failures",
+		metric.WithDescription("turns whose session state could not be saved (the turn's result is kept)"))
+	snapshotDuration, _ = meter.Float64Histogram("clopen.worker.snapshot.duration",
+		metric.WithDescription("session captures (after a turn) and restores (before one), by op"), metric.WithUnit("s"),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 )
 
 // The OpenTelemetry GenAI client metrics, one observation per run: the
@@ -121,4 +128,6 @@ func recordGenAI(ctx context.Context, attrs []attribute.KeyValue, took time.Dura
 // dashboard shows zero rather than no data.
 func zeroCounters(ctx context.Context) {
 	leaseFailures.Add(ctx, 0)
+	snapshotFailures.Add(ctx, 0)
+	snapshotUploaded.Add(ctx, 0)
 }

@@ -45,6 +45,9 @@ type run struct {
 	// agent did not go through one. Only the run's own goroutine (handle)
 	// sets and reads it.
 	metered *events.TokenUsage
+	// snapshot is the state the turn left (see Worker.capture); nil when
+	// none was taken.
+	snapshot *events.RunSnapshot
 }
 
 // emit is the engine.Emit of this run. A question is registered before its

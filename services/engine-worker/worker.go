@@ -27,6 +27,7 @@ import (
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/servekit"
+	"clopen.dev/pkg/platform/snapshot"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -43,8 +44,16 @@ type Config struct {
 	ID       string // unique per process; defaults to hostname-pid
 	Capacity int    // concurrent runs
 	Replicas int    // of the buckets it declares
-	// Workspaces is where runs work: <Workspaces>/<tenant>/<project>.
+	// Workspaces is where runs work: each chat session in
+	// <Workspaces>/<tenant>/<project>/sessions/<session>.
 	Workspaces string
+	// SnapshotCache is where the worker remembers the content hashes of
+	// the files it captured, so a capture reads only files that changed.
+	// Empty means <Workspaces>/../snapshot-cache.
+	SnapshotCache string
+	// WorkspaceQuota caps a session workspace in bytes: a turn that leaves
+	// more is not saved (the user is told). 0 means no cap.
+	WorkspaceQuota int64
 	// EngineConfig holds the isolated engine config dirs the artifacts plans
 	// are applied to: <EngineConfig>/<tenant>/<engine>/<account>. Empty means
 	// <Workspaces>/../engine-config.
@@ -129,6 +138,11 @@ type Worker struct {
 	later                func(context.Context, engines.Changes)
 	proxies              *modelproxy.Pool
 
+	// snapStore holds the sessions' snapshots (Run binds it), snapCache
+	// the content hashes of what this worker captured.
+	snapStore snapshot.Store
+	snapCache *snapshot.Cache
+
 	catalogs     catalogCache
 	artifactRevs sync.Map // tenant -> the last artifact revision applied
 
@@ -160,6 +174,13 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	if cfg.EngineConfig == "" {
 		cfg.EngineConfig = filepath.Join(filepath.Dir(filepath.Clean(cfg.Workspaces)), "engine-config")
 	}
+	if cfg.SnapshotCache == "" {
+		cfg.SnapshotCache = filepath.Join(filepath.Dir(filepath.Clean(cfg.Workspaces)), "snapshot-cache")
+	}
+	cache, err := snapshot.NewCache(cfg.SnapshotCache)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot cache: %w", err)
+	}
 	// A publication lost in flight (its server died) must fail, to be sent
 	// again under the same Msg-Id, rather than wait forever.
 	js, err := jetstream.New(d.NATS, jetstream.WithPublishAsyncMaxPending(4096), jetstream.WithPublishAsyncTimeout(3*time.Second))
@@ -189,8 +210,8 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	return &Worker{cfg: cfg, nc: control, bus: d.NATS, js: js, cjs: cjs, log: d.Logger, health: d.Health, pool: engine.NewPool(factories),
 		slots: make(chan struct{}, cfg.Capacity), runs: map[string]*run{}, ctl: make(chan *nats.Msg, 1024),
 		versions: map[events.EngineType]string{}, known: maps.Clone(d.Versions), later: d.Later,
-		proxies: d.Proxies,
-		pulls:   map[events.EngineType]context.CancelFunc{}, reserve: make(chan struct{}, 1)}, nil
+		proxies: d.Proxies, snapCache: cache,
+		pulls: map[events.EngineType]context.CancelFunc{}, reserve: make(chan struct{}, 1)}, nil
 }
 
 // Run serves until ctx ends, then stops pulling, interrupts its runs, cancels
@@ -210,6 +231,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	if w.flags, err = natsx.WaitKV(ctx, w.cjs, events.BucketRunCtl); err != nil {
 		return err
+	}
+	// Bulk transfers go on the event connection, never the control plane's.
+	if w.snapStore, err = snapshot.ObjectStore(ctx, w.js, events.BucketSnapshots, w.cfg.Replicas); err != nil {
+		return fmt.Errorf("snapshot store: %w", err)
 	}
 	jobs, err := natsx.WaitStream(ctx, w.js, events.StreamJobs)
 	if err != nil {

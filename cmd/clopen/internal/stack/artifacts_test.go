@@ -62,7 +62,7 @@ func TestArtifactsReachTheRun(t *testing.T) {
 			t.Errorf("%s not materialised: %v", f, err)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(dir, "workspaces", tn.TenantID, tn.project, "AGENTS.md")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, tn.TenantID, tn.project, "sessions", s.ID, "AGENTS.md")); err == nil {
 		t.Error("artifacts were written into the workspace")
 	}
 

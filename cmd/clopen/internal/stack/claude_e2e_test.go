@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/fakellm"
 )
@@ -98,7 +99,7 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 	if text, _ := assistantOf(evs, third.RunID); text != "Tool finished. Result: ok" {
 		t.Errorf("tool turn ended with %q; events: %s", text, summarize(evs))
 	}
-	if _, err := os.Stat(filepath.Join(dir, tn.TenantID, tn.project, "fakellm_out.txt")); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, tn.TenantID, tn.project, "sessions", s.ID, "fakellm_out.txt")); err != nil {
 		t.Errorf("the tool's file in the workspace: %v", err)
 	}
 }
@@ -106,11 +107,15 @@ func TestClaudeCodeEndToEnd(t *testing.T) {
 // waitEngine waits until a worker advertises the engine at version.
 func (h *harness) waitEngine(engine events.EngineType, version string) {
 	h.t.Helper()
-	kv, err := h.js.KeyValue(context.Background(), events.BucketWorkers)
+	// The bucket is the workers' to declare: a test whose worker process is
+	// still starting waits for it.
+	wctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	kv, err := natsx.WaitKV(wctx, h.js, events.BucketWorkers)
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
 		keys, _ := kv.Keys(context.Background())
 		for _, k := range keys {

@@ -1,0 +1,228 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/snapshot"
+	"clopen.dev/services/engine-worker/internal/engine"
+)
+
+// Portable runs: a chat's files and its engine's session follow it to any
+// worker. Each chat session works in a workspace of its own,
+// <Workspaces>/<tenant>/<project>/sessions/<session>. When a turn ends the
+// worker captures that workspace and the engine's native session files
+// (engine.Sessions names them) into the snapshot store, and reports the
+// snapshot on the run's terminal event; streammgr hands the snapshot of
+// the newest turn on the session's HEAD to the next turn's job
+// (events.Job.Snapshot). A worker whose copy of the session is not that
+// snapshot restores it before the engine starts.
+
+// workspaceTree is the snapshot tree of the session's workspace; the
+// engine's session dirs are "state/<name>".
+const workspaceTree = "workspace"
+
+// statePrefix prefixes the trees of an engine's session dirs.
+const statePrefix = "state/"
+
+// captureTimeout bounds a turn's capture and restore.
+const captureTimeout = 5 * time.Minute
+
+// markerSuffix names the file beside a session's workspace that holds the
+// id of the snapshot the workspace is a copy of.
+const markerSuffix = ".snapshot"
+
+// sessionWorkspace returns the chat session's working directory, creating
+// it.
+func (w *Worker) sessionWorkspace(job events.Job) (string, error) {
+	dir := filepath.Join(w.cfg.Workspaces, job.Tenant, job.ProjectID, "sessions", job.SessionID)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	return dir, nil
+}
+
+// snapshots is the tenant's view of the snapshot store.
+func (w *Worker) snapshots(tenant string) *snapshot.Snapshots {
+	return &snapshot.Snapshots{Store: w.snapStore, Tenant: tenant, Cache: w.snapCache}
+}
+
+// readMarker returns the snapshot the workspace ws is a copy of, "" when
+// none (a new session, or a copy nobody recorded).
+func readMarker(ws string) string {
+	b, err := os.ReadFile(ws + markerSuffix)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+func writeMarker(ws, id string) error {
+	if id == "" {
+		if err := os.Remove(ws + markerSuffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	tmp := ws + markerSuffix + ".tmp"
+	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, ws+markerSuffix)
+}
+
+// stateTrees are the engine's session dirs for req as snapshot trees,
+// keyed by their tree name; session is the engine session the turn ended
+// on ("" to restore).
+func stateTrees(eng engine.Engine, req engine.Request, session string) map[string]snapshot.Tree {
+	trees := map[string]snapshot.Tree{}
+	if s, ok := eng.(engine.Sessions); ok {
+		for _, d := range s.SessionState(req, session) {
+			trees[statePrefix+d.Name] = snapshot.Tree{Dir: d.Dir, Match: d.Match}
+		}
+	}
+	return trees
+}
+
+// restore makes the session's workspace and the engine's session dirs the
+// job's snapshot, unless the workspace already is a copy of it, and
+// returns the manifest the turn starts from (nil for a session with no
+// snapshot yet). After a restore the engine forgets what it held of the
+// session in memory: a warm process would go on from an older turn.
+func (w *Worker) restore(ctx context.Context, eng engine.Engine, req engine.Request, job events.Job) (*snapshot.Manifest, error) {
+	ctx, cancel := context.WithTimeout(ctx, captureTimeout)
+	defer cancel()
+	snaps := w.snapshots(job.Tenant)
+	local := readMarker(req.Workspace)
+	if job.Snapshot == "" {
+		if local == "" {
+			return nil, nil
+		}
+		// HEAD moved to before any turn that left state: the session
+		// starts again from an empty workspace.
+		if _, err := snaps.Restore(ctx, &snapshot.Manifest{Trees: map[string][]snapshot.Entry{workspaceTree: {}}},
+			map[string]string{workspaceTree: req.Workspace}); err != nil {
+			return nil, err
+		}
+		w.forget(eng, job)
+		return nil, writeMarker(req.Workspace, "")
+	}
+	m, err := snaps.Load(ctx, job.Snapshot)
+	if err != nil {
+		return nil, fmt.Errorf("load snapshot %s: %w", job.Snapshot, err)
+	}
+	if local == job.Snapshot {
+		return m, nil
+	}
+	dirs := map[string]string{workspaceTree: req.Workspace}
+	for name, t := range stateTrees(eng, req, "") {
+		dirs[name] = t.Dir
+	}
+	// Only the trees this worker knows where to put: a tree of an engine
+	// session dir the adapter no longer names is left out.
+	wanted := &snapshot.Manifest{ID: m.ID, Parent: m.Parent, Created: m.Created, Trees: map[string][]snapshot.Entry{}}
+	for name, entries := range m.Trees {
+		if _, ok := dirs[name]; ok {
+			wanted.Trees[name] = entries
+		} else {
+			w.log.WarnContext(ctx, "snapshot tree not restored: the engine names no such dir", "tree", name, "snapshot", m.ID)
+		}
+	}
+	if _, ok := wanted.Trees[workspaceTree]; !ok {
+		wanted.Trees[workspaceTree] = []snapshot.Entry{}
+	}
+	st, err := snaps.Restore(ctx, wanted, dirs)
+	if err != nil {
+		return nil, err
+	}
+	w.log.InfoContext(ctx, "session restored from its snapshot", "snapshot", m.ID, "files", st.Files,
+		"bytes", st.Bytes, "fetched", st.NewFiles, "took", st.Took)
+	giveBack(req.Workspace)
+	w.forget(eng, job)
+	return m, writeMarker(req.Workspace, m.ID)
+}
+
+// forget tells the engine to drop the job's engine session from memory.
+func (w *Worker) forget(eng engine.Engine, job events.Job) {
+	if s, ok := eng.(engine.Sessions); ok && job.ResumeSessionID != "" {
+		s.Forget(job.ResumeSessionID)
+	}
+}
+
+// giveBack makes the worker the owner of the workspace's root again after
+// a restore wrote files into it, so the sandbox hands the whole tree, the
+// restored files included, to the tenant's uid before the agent starts
+// (sandbox.Own walks a workspace only when its root is not the uid's).
+func giveBack(ws string) {
+	if os.Geteuid() == 0 {
+		_ = os.Lchown(ws, os.Geteuid(), os.Getegid())
+	}
+}
+
+// capture stores the session's state after a turn and says what it did:
+// the snapshot, the files the turn changed, or why nothing was saved.
+func (w *Worker) capture(ctx context.Context, eng engine.Engine, req engine.Request, prev *snapshot.Manifest, session string) *events.RunSnapshot {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), captureTimeout)
+	defer cancel()
+	snaps := w.snapshots(req.Tenant)
+	trees := stateTrees(eng, req, session)
+	trees[workspaceTree] = snapshot.Tree{Dir: req.Workspace}
+	if w.cfg.WorkspaceQuota > 0 {
+		if size, err := dirSize(req.Workspace); err == nil && size > w.cfg.WorkspaceQuota {
+			snapshotFailures.Add(ctx, 1)
+			return &events.RunSnapshot{Changes: []events.FileChange{}, Error: fmt.Sprintf(
+				"the session's files were not saved: its workspace holds %d bytes, over the quota of %d", size, w.cfg.WorkspaceQuota)}
+		}
+	}
+	m, st, err := snaps.Capture(ctx, prev, trees)
+	if err != nil {
+		snapshotFailures.Add(ctx, 1)
+		return &events.RunSnapshot{Changes: []events.FileChange{}, Error: "the session's files were not saved: " + err.Error()}
+	}
+	changes := snapshot.Diff(prev, m, workspaceTree)
+	if err := snaps.CountLines(ctx, prev, m, workspaceTree, changes); err != nil {
+		w.log.WarnContext(ctx, "count changed lines", "err", err)
+	}
+	if err := writeMarker(req.Workspace, m.ID); err != nil {
+		w.log.WarnContext(ctx, "record the workspace's snapshot", "err", err)
+	}
+	snapshotUploaded.Add(ctx, st.Uploaded)
+	out := &events.RunSnapshot{ID: m.ID, Uploaded: st.Uploaded, Changes: make([]events.FileChange, 0, len(changes))}
+	for _, e := range m.Trees[workspaceTree] {
+		if e.Mode.IsRegular() {
+			out.Files++
+			out.Bytes += e.Size
+		}
+	}
+	for _, c := range changes {
+		out.Changes = append(out.Changes, events.FileChange{Path: c.Path, Kind: events.FileChangeKind(c.Kind), LinesAdded: c.Added,
+			LinesRemoved: c.Removed, Binary: c.Binary})
+	}
+	return out
+}
+
+// dirSize is the total size of the regular files under dir.
+func dirSize(dir string) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n, err
+}
