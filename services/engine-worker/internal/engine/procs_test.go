@@ -234,3 +234,22 @@ func TestProcsRespawnIdleTimeoutAndDispose(t *testing.T) {
 		t.Fatalf("late stopped %v, warm %d", late.stopped.Load(), s.Warm())
 	}
 }
+
+// TestProcsRetireIf: only the warm processes the predicate names are
+// stopped, whichever chat keeps them; the others stay warm.
+func TestProcsRetireIf(t *testing.T) {
+	s := NewProcs[*fakeProc](time.Minute)
+	a, b := &fakeProc{name: "a"}, &fakeProc{name: "b"}
+	s.Use(a)
+	s.Use(b)
+	s.Release(a, "chat1", true)
+	s.Release(b, "chat2", true)
+	s.RetireIf(func(p *fakeProc) bool { return p == a })
+	waitStopped(t, a)
+	if b.stopped.Load() || s.Warm() != 1 {
+		t.Fatalf("b stopped %v, warm = %d: want b kept warm", b.stopped.Load(), s.Warm())
+	}
+	if _, ok := s.Take("chat1", func(*fakeProc) bool { return true }); ok {
+		t.Fatal("a retired process was taken")
+	}
+}
