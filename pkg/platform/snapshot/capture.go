@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -13,7 +14,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -66,7 +66,7 @@ func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[strin
 	if err := validTenant(s.Tenant); err != nil {
 		return nil, st, err
 	}
-	c := &capture{s: s, ctx: ctx, st: &st, known: map[string]Entry{}}
+	c := &capture{s: s, st: &st, known: map[string]Entry{}}
 	if prev != nil {
 		for _, entries := range prev.Trees {
 			for _, e := range entries {
@@ -90,7 +90,7 @@ func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[strin
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		entries, err := c.walk(trees[name])
+		entries, err := c.walk(ctx, trees[name])
 		if err != nil {
 			return nil, st, fmt.Errorf("capture %s: %w", name, err)
 		}
@@ -102,7 +102,7 @@ func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[strin
 			m.Partial[name] = true
 		}
 	}
-	if err := c.flush(); err != nil {
+	if err := c.flush(ctx); err != nil {
 		return nil, st, err
 	}
 	for _, entries := range m.Trees {
@@ -125,7 +125,7 @@ func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[strin
 		return nil, st, err
 	}
 	m.ID = manifestID(data)
-	n, err := s.Store.Put(ctx, manifestName(s.Tenant, m.ID), strings.NewReader(string(data)))
+	n, err := s.Store.Put(ctx, manifestName(s.Tenant, m.ID), bytes.NewReader(data))
 	if err != nil {
 		return nil, st, fmt.Errorf("capture: %w", err)
 	}
@@ -154,17 +154,16 @@ func unchanged(prev, m *Manifest) bool {
 // capture is one Capture's state: the pack being filled and what is known.
 type capture struct {
 	s     *Snapshots
-	ctx   context.Context
 	st    *Stats
 	known map[string]Entry // sha256 -> an entry holding that content
 
 	pack    *os.File          // spool of the pack being filled, nil until needed
-	packLen int64             //
+	packLen int64             // bytes in the spool
 	pending []string          // sha256s written to the spool
 	packOf  map[string]string // sha256 -> pack, for contents uploaded in this capture
 }
 
-func (c *capture) walk(t Tree) ([]Entry, error) {
+func (c *capture) walk(ctx context.Context, t Tree) ([]Entry, error) {
 	root, err := filepath.Abs(t.Dir)
 	if err != nil {
 		return nil, err
@@ -185,7 +184,7 @@ func (c *capture) walk(t Tree) ([]Entry, error) {
 		if err != nil {
 			return err
 		}
-		if err := c.ctx.Err(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
 		if abs == root {
@@ -218,7 +217,7 @@ func (c *capture) walk(t Tree) ([]Entry, error) {
 		}
 		switch {
 		case info.Mode().IsRegular():
-			e, err := c.file(abs, rel, info)
+			e, err := c.file(ctx, abs, rel, info)
 			if errors.Is(err, fs.ErrNotExist) {
 				c.st.Files--
 				return nil
@@ -265,7 +264,7 @@ func (c *capture) walk(t Tree) ([]Entry, error) {
 // when it can, otherwise by copying it into the pack while hashing it, so
 // the recorded sha256 is that of the bytes stored even if the file changes
 // meanwhile.
-func (c *capture) file(abs, rel string, info fs.FileInfo) (Entry, error) {
+func (c *capture) file(ctx context.Context, abs, rel string, info fs.FileInfo) (Entry, error) {
 	e := Entry{Path: rel, Mode: info.Mode().Perm(), Size: info.Size()}
 	c.st.Files++
 	if sha, ok := c.s.Cache.lookup(abs, info); ok {
@@ -311,7 +310,7 @@ func (c *capture) file(abs, rel string, info fs.FileInfo) (Entry, error) {
 	c.pending = append(c.pending, e.SHA)
 	c.st.NewFiles++
 	if c.packLen >= c.packSize() {
-		return e, c.flush()
+		return e, c.flush(ctx)
 	}
 	return e, nil
 }
@@ -324,61 +323,4 @@ func (c *capture) reuse(sha string) (Entry, bool) {
 		k.Pack = c.packOf[sha]
 	}
 	return k, ok
-}
-
-func (c *capture) packSize() int64 {
-	if c.s.PackSize > 0 {
-		return c.s.PackSize
-	}
-	return defaultPackSize
-}
-
-func (c *capture) spool() error {
-	if c.pack != nil {
-		return nil
-	}
-	f, err := os.CreateTemp("", "snapshot-pack-*")
-	if err != nil {
-		return fmt.Errorf("pack spool: %w", err)
-	}
-	c.pack, c.packOf = f, map[string]string{}
-	return nil
-}
-
-// flush names the spooled pack by its sha256 and puts it.
-func (c *capture) flush() error {
-	if c.pack == nil || c.packLen == 0 {
-		return nil
-	}
-	h := sha256.New()
-	if _, err := io.Copy(h, io.NewSectionReader(c.pack, 0, c.packLen)); err != nil {
-		return fmt.Errorf("hash pack: %w", err)
-	}
-	sha := hexSum([sha256.Size]byte(h.Sum(nil)))
-	n, err := c.s.Store.Put(c.ctx, packName(c.s.Tenant, sha), io.NewSectionReader(c.pack, 0, c.packLen))
-	if err != nil {
-		return fmt.Errorf("put pack: %w", err)
-	}
-	c.st.Uploaded += n
-	c.st.Packs++
-	for _, p := range c.pending {
-		c.packOf[p] = sha
-		k := c.known[p]
-		k.Pack = sha
-		c.known[p] = k
-	}
-	c.pending = c.pending[:0]
-	c.packLen = 0
-	if err := c.pack.Truncate(0); err != nil {
-		return err
-	}
-	_, err = c.pack.Seek(0, io.SeekStart)
-	return err
-}
-
-func (c *capture) close() {
-	if c.pack != nil {
-		c.pack.Close()
-		os.Remove(c.pack.Name())
-	}
 }
