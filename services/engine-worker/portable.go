@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"clopen.dev/pkg/events"
@@ -138,32 +139,72 @@ func (w *Worker) restore(ctx context.Context, eng engine.Engine, req engine.Requ
 	if _, ok := wanted.Trees[workspaceTree]; !ok {
 		wanted.Trees[workspaceTree] = []snapshot.Entry{}
 	}
+	owners := map[string]owner{}
+	for _, d := range dirs {
+		owners[d] = ownerOf(d)
+	}
 	st, err := snaps.Restore(ctx, wanted, dirs)
 	if err != nil {
 		return nil, err
 	}
+	for d, o := range owners {
+		o.give(d)
+	}
 	w.log.InfoContext(ctx, "session restored from its snapshot", "snapshot", m.ID, "files", st.Files,
 		"bytes", st.Bytes, "fetched", st.NewFiles, "took", st.Took)
-	giveBack(req.Workspace)
 	w.forget(eng, job)
 	return m, writeMarker(req.Workspace, m.ID)
 }
 
 // forget tells the engine to drop the job's engine session from memory.
 func (w *Worker) forget(eng engine.Engine, job events.Job) {
-	if s, ok := eng.(engine.Sessions); ok && job.ResumeSessionID != "" {
-		s.Forget(job.ResumeSessionID)
+	if s, ok := eng.(engine.Sessions); ok {
+		s.Forget(job.SessionID)
 	}
 }
 
-// giveBack makes the worker the owner of the workspace's root again after
-// a restore wrote files into it, so the sandbox hands the whole tree, the
-// restored files included, to the tenant's uid before the agent starts
-// (sandbox.Own walks a workspace only when its root is not the uid's).
-func giveBack(ws string) {
-	if os.Geteuid() == 0 {
-		_ = os.Lchown(ws, os.Geteuid(), os.Getegid())
+// owner is who owns a directory the worker restores into (or, for one
+// the restore creates, its nearest existing ancestor): a sandboxed
+// agent's uid, which its files must keep so that an agent process already
+// running (a warm one, or one serving several chats) can use them.
+type owner struct {
+	uid, gid int
+	ok       bool
+}
+
+func ownerOf(dir string) owner {
+	if os.Geteuid() != 0 {
+		return owner{} // not root: everything is the worker's uid anyway
 	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if fi, err := os.Lstat(d); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				return owner{uid: int(st.Uid), gid: int(st.Gid), ok: true}
+			}
+			return owner{}
+		}
+		if d == filepath.Dir(d) {
+			return owner{}
+		}
+	}
+}
+
+// give makes o the owner of everything under dir that another uid owns.
+func (o owner) give(dir string) {
+	if !o.ok {
+		return
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && (int(st.Uid) != o.uid || int(st.Gid) != o.gid) {
+				_ = os.Lchown(p, o.uid, o.gid)
+			}
+		}
+		return nil
+	})
 }
 
 // capture stores the session's state after a turn and says what it did:

@@ -127,6 +127,18 @@ func (s *Procs[P]) RetireIf(stale func(P) bool) {
 	}
 }
 
+// RetireKey retires every warm process of key.
+func (s *Procs[P]) RetireKey(key string) {
+	s.mu.Lock()
+	list := s.idle[key]
+	s.setIdle(key, nil)
+	s.mu.Unlock()
+	for _, ip := range list {
+		ip.timer.Stop()
+		s.retire(ip.p)
+	}
+}
+
 // setIdle stores key's warm list; s.mu is held.
 func (s *Procs[P]) setIdle(key string, list []*idleProc[P]) {
 	if len(list) == 0 {

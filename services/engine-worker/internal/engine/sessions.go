@@ -25,8 +25,9 @@ type Sessions interface {
 	// the turn ended on (its result's session id), "" when the worker only
 	// restores; Dir must not depend on it, Match may.
 	SessionState(req Request, session string) []SessionDir
-	// Forget drops what the instance holds in memory of engine session id
-	// (a warm process's live session): its files were just replaced by
-	// those of a later turn that ran on another worker.
-	Forget(id string)
+	// Forget drops what the instance keeps warm for chat (Clopen's chat
+	// session id): a warm process on an older turn of the chat, whose
+	// files were just replaced by those of a later turn that ran on
+	// another worker.
+	Forget(chat string)
 }

@@ -19,6 +19,11 @@ import (
 type Profile struct {
 	// Type is the engine type messages carry.
 	Type events.EngineType
+	// SessionDirs names where the agent keeps the session of a chat that
+	// works in workspace, under the instance's home (engine.Sessions);
+	// session is the one its turn ended on ("" when restoring). Nil: the
+	// agent's sessions do not follow a chat to another worker.
+	SessionDirs func(home, workspace, session string) []engine.SessionDir
 	// Name is the agent's name for messages to people.
 	Name string
 	// Provider is the provider id messages carry.

@@ -1,11 +1,12 @@
 package acp
 
 import (
-	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"path/filepath"
 	"strings"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // Qwen is Qwen Code (`qwen --acp --auth-type openai`) against an
@@ -21,6 +22,12 @@ var Qwen = Profile{
 	BaseURLEnv:     []string{"QWEN_BASE_URL", "OPENAI_BASE_URL"},
 	Scheme:         modelproxy.Bearer,
 	DefaultBaseURL: "https://api.openai.com/v1",
+	// Qwen Code keeps a project's chats in ~/.qwen/projects/<slug of the
+	// working directory>/chats/<session>.jsonl: a session workspace is the
+	// chat's own, so the whole project directory is.
+	SessionDirs: func(home, workspace, _ string) []engine.SessionDir {
+		return []engine.SessionDir{{Name: "projects", Dir: filepath.Join(home, ".qwen", "projects", engine.PathSlug(workspace))}}
+	},
 	Setup: func(in SetupInput) ([]string, error) {
 		settings := map[string]any{
 			"security":  map[string]any{"auth": map[string]any{"selectedType": "openai"}},

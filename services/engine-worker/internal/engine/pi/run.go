@@ -189,6 +189,9 @@ func (t *turn) session(call func(map[string]any) (json.RawMessage, error)) error
 		if !ok {
 			return &engine.Error{Kind: events.KindInvalidRequest, Msg: "pi has no session " + resume + " in this project"}
 		}
+		if err := relocate(path, t.req.Workspace); err != nil {
+			return err
+		}
 		data, err := call(map[string]any{"type": "switch_session", "sessionPath": path})
 		if err != nil {
 			return err
