@@ -329,3 +329,20 @@ func TestDetectFormat(t *testing.T) {
 		}
 	}
 }
+
+func TestExtractRefusesZipBomb(t *testing.T) {
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("zeros")
+	chunk := make([]byte, 1<<20)
+	for range 64 {
+		w.Write(chunk)
+	}
+	zw.Close()
+	dir := filepath.Join(t.TempDir(), "out")
+	_, err := extractBytes(t, buf.Bytes(), FormatZip, dir, Limits{})
+	var ae *ArchiveError
+	if !errors.As(err, &ae) || ae.Reason != ReasonBomb || ae.Entry != "zeros" {
+		t.Fatalf("Extract error = %v, want reason %q at entry zeros", err, ReasonBomb)
+	}
+}

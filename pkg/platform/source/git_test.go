@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/cgi"
@@ -56,7 +57,7 @@ func privateServer(t *testing.T, root string) (url, caFile string) {
 	if _, err := os.Stat(backend); err != nil {
 		t.Fatalf("git http-backend: %v", err)
 	}
-	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}}
+	h := &cgi.Handler{Path: backend, Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1"}, Stderr: io.Discard}
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if u, p, ok := r.BasicAuth(); !ok || u != "x-token" || p != token {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
@@ -136,6 +137,7 @@ func TestClonePrivateOverHTTPS(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Clone error = %v, want %v", err, tt.want)
 			}
+			t.Logf("Clone error: %v", err)
 			if strings.Contains(err.Error(), token) {
 				t.Errorf("error leaks the token: %v", err)
 			}

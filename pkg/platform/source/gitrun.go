@@ -153,8 +153,14 @@ func classify(op, stderr string, err error) error {
 	return fmt.Errorf("git %s: %w: %s", op, kind, msg)
 }
 
+// lastLines keeps git's last n lines of stderr, without progress lines.
 func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
+	var lines []string
+	for l := range strings.SplitSeq(strings.TrimSpace(s), "\n") {
+		if !strings.HasPrefix(l, "Cloning into") {
+			lines = append(lines, l)
+		}
+	}
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
