@@ -11,6 +11,9 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/snapshot"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -143,10 +146,12 @@ func (w *Worker) restore(ctx context.Context, eng engine.Engine, req engine.Requ
 	for _, d := range dirs {
 		owners[d] = ownerOf(d)
 	}
+	started := time.Now()
 	st, err := snaps.Restore(ctx, wanted, dirs)
 	if err != nil {
 		return nil, err
 	}
+	observe(ctx, "restore", started)
 	for d, o := range owners {
 		o.give(d)
 	}
@@ -222,7 +227,9 @@ func (w *Worker) capture(ctx context.Context, eng engine.Engine, req engine.Requ
 				"the session's files were not saved: its workspace holds %d bytes, over the quota of %d", size, w.cfg.WorkspaceQuota)}
 		}
 	}
+	started := time.Now()
 	m, st, err := snaps.Capture(ctx, prev, trees)
+	observe(ctx, "capture", started)
 	if err != nil {
 		snapshotFailures.Add(ctx, 1)
 		return &events.RunSnapshot{Changes: []events.FileChange{}, Error: "the session's files were not saved: " + err.Error()}
@@ -266,4 +273,9 @@ func dirSize(dir string) (int64, error) {
 		return nil
 	})
 	return n, err
+}
+
+// observe records how long a capture or restore took.
+func observe(ctx context.Context, op string, started time.Time) {
+	snapshotDuration.Record(ctx, time.Since(started).Seconds(), metric.WithAttributes(attribute.String("op", op)))
 }
