@@ -33,6 +33,16 @@ func (h *harness) spawnEngineWorker(id, root string, setup *engines.Setup) *exec
 		"CLOPEN_ENGINES_DIR="+setup.Root(), "CLOPEN_LLM_BASE_URL="+setup.LLMBaseURL, engines.EnvOperatorCredentials+"=1", "CLOPEN_LOG_LEVEL="+cmp.Or(os.Getenv("CLOPEN_TEST_WORKER_LOG"), "error"))
 }
 
+// waitEngines waits until a worker advertises each engine at its pinned
+// version.
+func (h *harness) waitEngines(types []events.EngineType) {
+	h.t.Helper()
+	for _, e := range types {
+		spec, _ := engines.Lookup(e)
+		h.waitEngine(e, spec.Version)
+	}
+}
+
 // stopWorker stops a worker process gracefully and waits for it.
 func stopWorker(t *testing.T, cmd *exec.Cmd) {
 	t.Helper()
@@ -70,10 +80,7 @@ func TestPortableRuns(t *testing.T) {
 	h := start(t, Config{NoWorkers: true})
 	rootA, rootB := t.TempDir(), t.TempDir()
 	a := h.spawnEngineWorker("worker-a", rootA, setup)
-	for _, e := range ready {
-		spec, _ := engines.Lookup(e)
-		h.waitEngine(e, spec.Version)
-	}
+	h.waitEngines(ready)
 	tn := newTenant()
 	type chat struct {
 		engine   events.EngineType
@@ -115,10 +122,7 @@ func TestPortableRuns(t *testing.T) {
 
 	b := h.spawnEngineWorker("worker-b", rootB, setup)
 	defer stopWorker(t, b)
-	for _, e := range ready {
-		spec, _ := engines.Lookup(e)
-		h.waitEngine(e, spec.Version)
-	}
+	h.waitEngines(ready)
 	seconds := map[events.EngineType]string{}
 	for _, c := range chats {
 		seconds[c.engine] = h.send(tn, c.session.ID, shell("Which word was it?", "cat notes.txt")).RunID

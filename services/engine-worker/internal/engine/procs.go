@@ -104,29 +104,6 @@ func (s *Procs[P]) Take(key string, fits func(P) bool) (p P, ok bool) {
 	return took.p, true
 }
 
-// RetireIf retires every warm process for which stale is true, whatever
-// its key: processes that hold state their files no longer have.
-func (s *Procs[P]) RetireIf(stale func(P) bool) {
-	var drop []P
-	s.mu.Lock()
-	for key, list := range s.idle {
-		var kept []*idleProc[P]
-		for _, ip := range list {
-			if stale(ip.p) {
-				ip.timer.Stop()
-				drop = append(drop, ip.p)
-			} else {
-				kept = append(kept, ip)
-			}
-		}
-		s.setIdle(key, kept)
-	}
-	s.mu.Unlock()
-	for _, p := range drop {
-		s.retire(p)
-	}
-}
-
 // RetireKey retires every warm process of key.
 func (s *Procs[P]) RetireKey(key string) {
 	s.mu.Lock()

@@ -235,16 +235,16 @@ func TestProcsRespawnIdleTimeoutAndDispose(t *testing.T) {
 	}
 }
 
-// TestProcsRetireIf: only the warm processes the predicate names are
-// stopped, whichever chat keeps them; the others stay warm.
-func TestProcsRetireIf(t *testing.T) {
+// TestProcsRetireKey: only the warm processes of the chat named are
+// stopped; other chats' stay warm.
+func TestProcsRetireKey(t *testing.T) {
 	s := NewProcs[*fakeProc](time.Minute)
 	a, b := &fakeProc{name: "a"}, &fakeProc{name: "b"}
 	s.Use(a)
 	s.Use(b)
 	s.Release(a, "chat1", true)
 	s.Release(b, "chat2", true)
-	s.RetireIf(func(p *fakeProc) bool { return p == a })
+	s.RetireKey("chat1")
 	waitStopped(t, a)
 	if b.stopped.Load() || s.Warm() != 1 {
 		t.Fatalf("b stopped %v, warm = %d: want b kept warm", b.stopped.Load(), s.Warm())

@@ -13,10 +13,12 @@ const maxSlug = 200
 
 // PathSlug is the directory name Claude Code and Qwen Code give a project
 // of working directory dir: every character but ASCII letters and digits
-// becomes '-', and a slug over 200 characters is cut there and followed by
-// '-' and the base-36 absolute value of the 32-bit string hash of dir (the
-// h = 31*h + c hash over UTF-16 code units both use). The path is taken as
-// the CLI sees its working directory: symbolic links resolved.
+// becomes '-'. A slug over 200 characters is cut there by Claude Code and
+// followed by '-' and a base-36 hash of dir; the hash here is the common
+// h = 31*h + c string hash over UTF-16 code units, an assumption that no
+// test checks (the worker's workspace paths stay under 200 characters
+// unless its workspaces dir is over about 80). The path is taken as the
+// CLI sees its working directory: symbolic links resolved.
 func PathSlug(dir string) string {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
