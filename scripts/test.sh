@@ -8,10 +8,16 @@
 #      private cluster started here (installing the server package if needed);
 #   2. installs the pinned agent engines (clopen engines install; npm's cache
 #      in $CLOPEN_NPM_CACHE keeps reinstalls fast) and exports
-#      CLOPEN_ENGINES_DIR, which turns on the tests against the real CLIs;
+#      CLOPEN_ENGINES_DIR, which turns on the tests against the real CLIs,
+#      and the pinned MCP test server (CLOPEN_MCP_EVERYTHING);
 #   3. checks gofmt and go vet;
 #   4. runs go test -race over every module, then each fuzz target briefly;
-#   5. builds every module on its own (GOWORK=off), as Docker images do.
+#   5. builds every module on its own (GOWORK=off), as Docker images do;
+#   6. the web app (web/): installs Chromium (Debian's package) when missing
+#      and the pinned npm packages (npm ci), type-checks, runs its unit
+#      tests, checks that the committed build and the generated API types
+#      are what the sources make, then runs the browser suite against a real
+#      clopen dev.
 #
 # Environment: FUZZTIME (default 10s per target), TEST_TIMEOUT (default 30m),
 # CI=true makes integration tests fail instead of skip when infrastructure is missing
@@ -39,22 +45,29 @@ cleanup() {
 }
 trap cleanup EXIT
 
+apt_install() { # package: Debian's, as root or through sudo
+  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq "$1" >/dev/null
+  else sudo apt-get update -qq && sudo apt-get install -y -qq "$1" >/dev/null; fi
+}
+need() { # command package: installs package when command is missing
+  command -v "$1" >/dev/null 2>&1 && return
+  echo "no $1: installing the $2 package"
+  apt_install "$2"
+}
+
 step "bubblewrap"
 # Agents run confined by bubblewrap; the sandbox and hostile-agent tests need it.
-if ! command -v bwrap >/dev/null 2>&1; then
-  echo "no bwrap: installing the bubblewrap package"
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null
-  else sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap >/dev/null; fi
-fi
+need bwrap bubblewrap
 bwrap --version
+
+step "Chromium"
+# The web app's browser suite drives Debian's Chromium (no browser download).
+need chromium chromium
+chromium --version
 
 step "Prometheus"
 # The dashboard test scrapes a running Clopen with a real Prometheus.
-if ! command -v prometheus >/dev/null 2>&1; then
-  echo "no prometheus: installing the prometheus package"
-  if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq prometheus >/dev/null
-  else sudo apt-get update -qq && sudo apt-get install -y -qq prometheus >/dev/null; fi
-fi
+need prometheus prometheus
 prometheus --version 2>&1 | head -n 1
 
 step "Postgres"
@@ -66,8 +79,7 @@ elif pg_answers "postgres://postgres@127.0.0.1:5432/postgres"; then
 else
   if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 && ! command -v postgres >/dev/null 2>&1; then
     echo "no PostgreSQL server binaries: installing the postgresql package"
-    if [ "$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq postgresql >/dev/null
-    else sudo apt-get update -qq && sudo apt-get install -y -qq postgresql >/dev/null; fi
+    apt_install postgresql
   fi
   pgdir=$(mktemp -d /tmp/clopen-test-pg.XXXXXX)
   urlfile="$pgdir/url"
@@ -85,6 +97,18 @@ for engine in claude-code codex pi gemini qwen copilot opencode cline; do
   # One line when the pinned version is already there; npm's progress otherwise.
   go run ./cmd/clopen engines install "$engine"
 done
+
+step "MCP test server"
+# A real third-party MCP server, pinned, which the bridge's proxy tests run
+# over stdio and over Streamable HTTP; kept between runs like the engines.
+everything_version=2026.8.31
+everything_dir=${XDG_DATA_HOME:-$HOME/.local/share}/clopen/mcp/server-everything-$everything_version
+export CLOPEN_MCP_EVERYTHING=$everything_dir/node_modules/@modelcontextprotocol/server-everything/dist/index.js
+if [ -f "$CLOPEN_MCP_EVERYTHING" ]; then
+  echo "@modelcontextprotocol/server-everything $everything_version is installed"
+else
+  npm install --no-audit --no-fund --prefix "$everything_dir" "@modelcontextprotocol/server-everything@$everything_version"
+fi
 
 modules=$(go list -m -f '{{.Dir}}')
 
@@ -141,6 +165,26 @@ done
 
 step "GOWORK=off build of every module"
 for m in $modules; do (cd "$m" && GOWORK=off go build ./...) || { echo "build of $m failed"; exit 1; }; done
+
+step "web app"
+# Node 20.19 or newer (the engines' npm installs need Node too); Vite needs it.
+node -e 'const [a,b]=process.versions.node.split(".").map(Number); if (a<20||(a===20&&b<19)) { console.error("the web app needs Node 20.19 or newer, not "+process.version); process.exit(1) }'
+(
+  cd web
+  npm ci --no-audit --no-fund
+  npm run check
+  npm test
+  # The committed build (what the gateway embeds) and the API types must be
+  # exactly what the sources make.
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+  npx openapi-typescript openapi.json -o "$out/schema.d.ts" >/dev/null
+  diff -u src/lib/api/schema.d.ts "$out/schema.d.ts" || { echo "web/src/lib/api/schema.d.ts is stale: run npm run gen in web/ and commit it"; exit 1; }
+  CLOPEN_WEB_OUT="$out/dist" npx vite build >/dev/null
+  diff -r ../services/gateway/internal/webui/dist "$out/dist" || { echo "the committed web build differs from the sources: run npm run build in web/ and commit services/gateway/internal/webui/dist"; exit 1; }
+  echo "the committed build is the sources' build"
+  npm run e2e
+)
 
 echo
 echo "all checks passed"

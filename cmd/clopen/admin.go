@@ -16,6 +16,8 @@ func runAdmin(ctx context.Context, args []string, getenv func(string) string, st
 		switch args[0] {
 		case "rotate-key":
 			return runRotateKey(ctx, args[1:], getenv, stdout, stderr)
+		case "gc-snapshots":
+			return runGCSnapshots(ctx, args[1:], getenv, stdout, stderr)
 		case "nats-config":
 			return runNATSConfig(args[1:], stdout, stderr)
 		case "nats-passwords":

@@ -2,18 +2,26 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"clopen.dev/cmd/clopen/internal/bench"
 	"clopen.dev/cmd/clopen/internal/stack"
+	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/pgdb"
+	"clopen.dev/services/engine-worker/engines"
+	"clopen.dev/services/engine-worker/fakellm"
 )
 
 // runBench runs the benchmark suite against Clopen started as separate
@@ -33,6 +41,9 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	idle := fs.Int("idle", -1, "runs parked on one worker for the memory case (default 1000)")
 	keep := fs.Bool("keep", false, "keep the working directory")
 	telemetry := fs.Bool("telemetry", false, "run the streaming cases with traces off and then on (OTLP from every service), instead of the suite")
+	holderFiles := fs.Int("holder", 0, "instead of the suite, time turns on the worker holding their snapshot: a workspace of this many files (20000 ≈ 200 MB) against an empty one")
+	holderTurns := fs.Int("holder-turns", 40, "turns of each session for --holder")
+	holderEngine := fs.String("holder-engine", "", "run the --holder turns on this installed engine against a fakellm started here (default: the scripted engine)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -63,6 +74,20 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	if *telemetry {
 		o.Telemetry, o.Baseline = true, false
 	}
+	o.HolderFiles, o.HolderTurns = *holderFiles, *holderTurns
+	if *holderEngine != "" {
+		typ, err := events.ParseEngineType(*holderEngine)
+		if err != nil {
+			return fmt.Errorf("bench: --holder-engine: %w", err)
+		}
+		url, stopLLM, err := fakellm.New(fakellm.Config{Logger: logging.Discard()}).Start("127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("bench: fakellm: %w", err)
+		}
+		defer stopLLM()
+		o.HolderEngine, o.LLMBaseURL = typ, url
+		o.EnginesDir = engines.SetupFromEnv(engines.DefaultDataDir(getenv), getenv, nil).Root()
+	}
 	if *cancels >= 0 {
 		o.CancelRuns = *cancels
 	}
@@ -70,11 +95,18 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 		o.IdleRuns = *idle
 	}
 
-	dbURL, stopDB, err := devDatabase(ctx, getenv, dir, logging.Discard())
+	serverURL, stopDB, err := devDatabase(ctx, getenv, dir, logging.Discard())
 	if err != nil {
 		return err
 	}
 	defer stopDB()
+	// A database of its own: a second run on the same server must not meet
+	// the first's sealed credentials (artifacts' master key is per run).
+	dbURL, dropDB, err := freshDatabase(ctx, serverURL, "clopen_bench_")
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer dropDB()
 	pool, err := pgdb.Open(ctx, dbURL)
 	if err != nil {
 		return err
@@ -102,4 +134,34 @@ func runBench(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fmt.Fprintf(stdout, "\nreport written to %s\n", *out)
 	return nil
+}
+
+// freshDatabase creates an empty database named prefix plus a random
+// suffix on the server of serverURL and returns its URL, and a func that
+// drops it.
+func freshDatabase(ctx context.Context, serverURL, prefix string) (string, func(), error) {
+	u, err := url.Parse(serverURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name := prefix + hex.EncodeToString(b[:])
+	conn, err := pgx.Connect(ctx, serverURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("connect to postgres: %w", err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", nil, fmt.Errorf("create database %s: %w", name, err)
+	}
+	u.Path = "/" + name
+	return u.String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if c, err := pgx.Connect(ctx, serverURL); err == nil {
+			_, _ = c.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+			_ = c.Close(ctx)
+		}
+	}, nil
 }

@@ -31,6 +31,11 @@ func TestConfigurationReferenceListsEveryVariable(t *testing.T) {
 	if len(read) < 40 {
 		t.Fatalf("found only %d variables read by the code: the scan is broken", len(read))
 	}
+	web := webVariablesRead(t, filepath.Join(root, "web"))
+	if !slices.Contains(web, "CLOPEN_E2E_URL") {
+		t.Fatalf("found %v in the web app's code, not CLOPEN_E2E_URL: the scan is broken", web)
+	}
+	read = append(read, web...)
 	for _, name := range read {
 		if !strings.Contains(string(doc), "`"+name+"`") {
 			t.Errorf("docs/CONFIGURATION.md does not list `%s`, which the code reads", name)
@@ -112,6 +117,50 @@ func variablesRead(t *testing.T, root string) []string {
 			}
 			return true
 		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// processEnv finds process.env.NAME and process.env['NAME'] in TypeScript.
+var processEnv = regexp.MustCompile(`process\.env(?:\.([A-Z][A-Z0-9_]*)|\[['"]([A-Z][A-Z0-9_]*)['"]\])`)
+
+// webVariablesRead returns, sorted, the variables the web app's build,
+// tooling and browser suite read (the TypeScript under dir, not its
+// packages).
+func webVariablesRead(t *testing.T, dir string) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); name == "node_modules" || strings.HasPrefix(name, ".") || name == "test-results" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".ts") || strings.HasSuffix(path, ".d.ts") {
+			return nil
+		}
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range processEnv.FindAllStringSubmatch(string(src), -1) {
+			if name := m[1] + m[2]; envName.MatchString(name) && name != "NODE_ENV" {
+				seen[name] = true
+			}
+		}
 		return nil
 	})
 	if err != nil {

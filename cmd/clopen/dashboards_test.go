@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -17,10 +18,13 @@ import (
 	"time"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/audit"
+	"clopen.dev/pkg/platform/pgdb"
 	"clopen.dev/pkg/platform/pgtest"
 	"clopen.dev/services/gateway"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/client"
+	"clopen.dev/services/streammgr"
 )
 
 // Every query of every shipped dashboard returns data from a running
@@ -69,6 +73,7 @@ func TestDashboardQueriesHaveData(t *testing.T) {
 	}
 	c := client.New("http://"+httpAddr, strings.TrimSpace(string(key)))
 	driveTraffic(t, c, "http://"+httpAddr)
+	spendBudget(t, env["DATABASE_URL"], c)
 	// Two scrapes after the last turn, so every rate has two samples with it.
 	time.Sleep(3 * time.Second)
 
@@ -82,6 +87,9 @@ func TestDashboardQueriesHaveData(t *testing.T) {
 		`sum(gen_ai_client_token_usage_sum{gen_ai_token_type="output"}) > 0`,
 		`count(clopen_streammgr_jobs_backlog) >= 9`, // every engine type, zero or not
 		`count(db_client_connection_count{db_client_connection_pool_name="clopen"}) == 2`,
+		`sum(clopen_budget_exhausted_total{action="refused",unit="tokens",period="day"}) >= 1`,
+		// The shipped alert rule (deploy/prometheus/alerts.yml) fires on it.
+		`ALERTS{alertname="ClopenTenantBudgetSpent",alertstate="firing"}`,
 	} {
 		if len(promQuery(t, promAddr, expr)) == 0 {
 			t.Errorf("want %s", expr)
@@ -150,6 +158,39 @@ func driveTraffic(t *testing.T, c *client.Client, base string) {
 	}
 }
 
+// spendBudget gives the dev tenant a budget of no tokens a day: its next
+// send is refused (402 budget_exhausted), which the budget metric counts.
+func spendBudget(t *testing.T, dbURL string, c *client.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db, err := pgdb.Open(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	me, err := c.Me(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := streammgr.SetTenantBudget(ctx, db, me.Tenant.ID, events.Budget{Unit: events.BudgetTokens, Period: events.PeriodDay},
+		false, audit.Operator); err != nil {
+		t.Fatal(err)
+	}
+	projects, err := c.Projects(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.CreateSession(ctx, projects[0].ID, api.CreateSession{Engine: events.EngineScripted})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var apiErr *events.APIError
+	if _, err := c.SendMessage(ctx, s.ID, api.SendMessage{Text: "over budget"}); !errors.As(err, &apiErr) || apiErr.Code != "budget_exhausted" {
+		t.Fatalf("a send with a budget of nothing = %v, want budget_exhausted", err)
+	}
+}
+
 type dashboard struct {
 	Panels []struct {
 		Title      string `json:"title"`
@@ -188,7 +229,12 @@ func readDashboards(t *testing.T) map[string]dashboard {
 func startPrometheus(t *testing.T, bin, addr, target string) {
 	t.Helper()
 	dir := t.TempDir()
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: clopen\n    static_configs:\n      - targets: [%q]\n", target)
+	rules, err := filepath.Abs("../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [%q]\nscrape_configs:\n  - job_name: clopen\n    static_configs:\n      - targets: [%q]\n",
+		rules, target)
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}

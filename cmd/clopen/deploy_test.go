@@ -74,7 +74,7 @@ type podSpec struct {
 // tokenKeysOf are the bus token keys each service reads.
 var tokenKeysOf = map[string]bustoken.Need{
 	gateway.Name: gateway.TokenKeys, streammgr.Name: streammgr.TokenKeys, artifacts.Name: artifacts.TokenKeys,
-	worker.Name: worker.TokenKeys, bridge.Name: {},
+	worker.Name: worker.TokenKeys, bridge.Name: bridge.TokenKeys,
 }
 
 func TestKubernetesManifestsAreLockedDown(t *testing.T) {

@@ -117,8 +117,14 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		ln.Close()
 		return err
 	}
+	if getenv("CLOPEN_GIT_ALLOW_LOCAL") == "" {
+		wc.GitAllowLocal = true // one developer's machine: a project may be a local repository
+	}
+	keyFile := filepath.Join(dir, gateway.DevKeyFile)
+	gc := gateway.DefaultConfig()
+	gc.DevKeyFile = keyFile // the web app on this machine signs in as the dev user
 	st, err := stack.Start(ctx, stack.Config{Dir: dir, NATSPort: natsPort, DatabaseURL: dbURL, HTTP: ln, Logger: logger,
-		Engines: &setup, Worker: wc,
+		Engines: &setup, Worker: wc, Gateway: &gc,
 		Artifacts: artifacts.Config{DataDir: dir, MasterKey: getenv("CLOPEN_MASTER_KEY"), RealHome: getenv("CLOPEN_ARTIFACTS_REAL_HOME"),
 			// One developer's machine: a provider may name a model server of its own.
 			Egress: egress.Policy{Allow: egress.ParseAllow(devProviderAllow + "," + getenv(artifacts.EnvProviderAllow))}}})
@@ -132,7 +138,6 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		return err
 	}
 	defer stopAdmin()
-	keyFile := filepath.Join(dir, gateway.DevKeyFile)
 	if _, err := gateway.EnsureDevAccount(ctx, st.DB, keyFile); err != nil {
 		_ = st.Stop()
 		return fmt.Errorf("dev account: %w", err)
@@ -148,7 +153,7 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	fmt.Fprintf(stdout, "Clopen is running at %s (%s)\n", st.URL, readyNote(time.Since(began), exe))
 	fmt.Fprintf(stdout, "  data dir %s\n  NATS %s\n  Postgres %s\n%s\n", dir, st.NATSURL, redacted(dbURL), adminLine)
 	fmt.Fprintf(stdout, "  API key (tenant dev, project default) in %s\n", keyFile)
-	fmt.Fprintf(stdout, "  try: go run ./cmd/clopen chat    (Ctrl-C stops Clopen)\n")
+	fmt.Fprintf(stdout, "  open %s in a browser (signed in as the dev user), or try: go run ./cmd/clopen chat    (Ctrl-C stops Clopen)\n", st.URL)
 	<-st.Done()
 	err = st.Err()
 	fmt.Fprintln(stdout, "Clopen stopped")

@@ -22,19 +22,24 @@ type Caller struct {
 
 // Streammgr endpoints, under svc.streammgr.<op>.
 const (
-	OpStart          = "start"
-	OpCancel         = "cancel"
-	OpInterrupt      = "interrupt"
-	OpAnswer         = "answer"
-	OpSessionCreate  = "sessions.create"
-	OpSessionGet     = "sessions.get"
-	OpSessionList    = "sessions.list"
-	OpSessionUpdate  = "sessions.update"
-	OpSessionDelete  = "sessions.delete"
+	OpStart         = "start"
+	OpCancel        = "cancel"
+	OpInterrupt     = "interrupt"
+	OpAnswer        = "answer"
+	OpSessionCreate = "sessions.create"
+	OpSessionGet    = "sessions.get"
+	OpSessionList   = "sessions.list"
+	OpSessionUpdate = "sessions.update"
+	OpSessionDelete = "sessions.delete"
+	// OpCheckpoints lists the turns on a session's HEAD with their
+	// snapshots; OpSessionRestore moves HEAD to an earlier message.
+	OpCheckpoints    = "sessions.checkpoints"
+	OpSessionRestore = "sessions.restore"
 	OpMessagesList   = "messages.list"
 	OpRunsList       = "runs.list"
 	OpRunGet         = "runs.get"
 	OpRunEvents      = "runs.events"
+	OpRunRetry       = "runs.retry"
 	OpSnapshot       = "snapshot"
 	OpRebuildSession = "sessions.rebuild"
 	OpUsage          = "usage"
@@ -86,7 +91,7 @@ type UsageReply struct {
 // as not found, never as forbidden, so its existence does not leak.
 type APIError struct {
 	Status  int    `json:"status"`
-	Code    string `json:"code"` // invalid_request | not_found | conflict | unavailable | internal | too_large | tenant_queue_full
+	Code    string `json:"code"` // invalid_request | not_found | conflict | unavailable | internal | too_large | tenant_queue_full | budget_exhausted
 	Message string `json:"message"`
 	// ClientRequestID is set when a send timed out: the id the turn, if it
 	// started, carries (GET /v1/sessions/{id}/runs lists it), and that a
@@ -95,6 +100,9 @@ type APIError struct {
 	// RetryAfter, in seconds, says when a refusal for load (429) is worth
 	// retrying; the gateway sends it as Retry-After.
 	RetryAfter int `json:"retryAfter,omitempty"`
+	// Budget is, on a 402 budget_exhausted, the budget that is spent: its
+	// limit, what was spent in its period and when the period resets.
+	Budget *BudgetState `json:"budget,omitempty"`
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%s: %s", e.Code, e.Message) }
@@ -115,6 +123,9 @@ type StartTurnRequest struct {
 	// session returns the first run instead of starting another. The gateway
 	// gives a send without one an id of its own.
 	ClientRequestID string `json:"clientRequestId,omitempty"`
+	// ParentMessageID, when set, forks: HEAD moves to that message of the
+	// session before the turn starts (refused while a turn runs).
+	ParentMessageID string `json:"parentMessageId,omitempty"`
 }
 
 // StartTurnReply names the run. Queued is true when the session already had an
@@ -174,6 +185,13 @@ type Session struct {
 	CreatedAt       time.Time  `json:"createdAt"`
 	UpdatedAt       time.Time  `json:"updatedAt"`
 	QueuedRunsCount int        `json:"queuedRuns"`
+	// BaseSnapshot is the snapshot the session's first turn starts from:
+	// the project's base when the session was created, "" for an empty one.
+	BaseSnapshot string `json:"baseSnapshot,omitempty" doc:"The snapshot of the project's files the session started from; absent for a session that started empty."`
+	// HeadSnapshot is the snapshot the next turn on HEAD starts from: the
+	// files as the newest turn on the branch left them (BaseSnapshot when
+	// none left any). Filled in by a get of one session, not by a list.
+	HeadSnapshot string `json:"headSnapshot,omitempty" doc:"The snapshot of the session's files as HEAD's newest turn left them (the base when no turn left one); only on a get of one session."`
 }
 
 // SessionCreate creates a chat session in a project the caller belongs to
@@ -186,6 +204,30 @@ type SessionCreate struct {
 	Model     string     `json:"model,omitempty"`
 	Effort    string     `json:"reasoningEffort,omitempty"`
 	ProfileID string     `json:"profileId,omitempty"`
+	// BaseSnapshot is the project's base the session starts from (the
+	// gateway sets it from the project, never the client).
+	BaseSnapshot string `json:"baseSnapshot,omitempty"`
+}
+
+// Checkpoint is one turn on a session's HEAD path: the files it left are
+// addressable by its snapshot, and HEAD can be moved back to it.
+type Checkpoint struct {
+	RunID         string       `json:"runId"`
+	UserMessageID string       `json:"userMessageId" doc:"The turn's prompt."`
+	MessageID     string       `json:"messageId" doc:"The turn's last message on the branch: restore or fork from it to continue from the files as this turn left them."`
+	State         RunStateName `json:"state"`
+	Prompt        string       `json:"prompt" doc:"The start of the prompt's text."`
+	CreatedAt     time.Time    `json:"createdAt"`
+	Snapshot      *RunSnapshot `json:"snapshot" doc:"The files as the turn left them, and what it changed; null when it left no snapshot."`
+}
+
+// SessionRestore moves a session's HEAD to MessageID, one of its messages:
+// the next turn continues from there, with the files as the turn that
+// message belongs to left them.
+type SessionRestore struct {
+	Caller
+	SessionID string `json:"sessionId"`
+	MessageID string `json:"messageId"`
 }
 
 // SessionRef names one session (get, delete, snapshot, rebuild).
@@ -194,12 +236,17 @@ type SessionRef struct {
 	SessionID string `json:"sessionId"`
 }
 
-// SessionList lists a project's sessions, newest first.
+// SessionList lists a project's sessions, newest first. A non-empty Query
+// keeps those whose title or head title contains it, ignoring case.
 type SessionList struct {
 	Caller
 	ProjectID string `json:"projectId"`
+	Query     string `json:"query,omitempty"`
 	Limit     int    `json:"limit,omitempty"`
 }
+
+// MaxSessionQuery bounds SessionList.Query, in bytes.
+const MaxSessionQuery = 200
 
 // SessionUpdate changes a session's title or engine selection; nil leaves a
 // field alone.
@@ -253,14 +300,22 @@ type Run struct {
 	MeteredUsage *TokenUsage `json:"meteredUsage" doc:"The tokens the model proxy counted from the provider's responses to this run, independent of the agent's own report (usage); null when the run did not go through the proxy (an unconfined worker, a model server the agent reached directly)."`
 	// Snapshot is the state the run left (see RunSnapshot): null before
 	// it ended, or when its worker took none.
+	// StartSnapshot is the snapshot the turn started from ("" for a turn
+	// that started from an empty workspace or has not been dispatched).
+	StartSnapshot   string       `json:"startSnapshot,omitempty" doc:"The snapshot of the session's files the turn started from; absent when it started from an empty workspace."`
 	Snapshot        *RunSnapshot `json:"snapshot" doc:"The state this turn left: the snapshot of the session's workspace and engine session after it, and the files it added, changed and deleted; null while the run goes on or when none was taken."`
 	CostUSD         *float64     `json:"totalCostUsd,omitempty"`
 	ClientRequestID string       `json:"clientRequestId,omitempty"` // of the send that started it
-	QueuedAt        time.Time    `json:"queuedAt"`
-	DispatchedAt    *time.Time   `json:"dispatchedAt,omitempty"`
-	ClaimedAt       *time.Time   `json:"claimedAt,omitempty"`
-	FirstOutputAt   *time.Time   `json:"firstOutputAt,omitempty"`
-	EndedAt         *time.Time   `json:"endedAt,omitempty"`
+	// Prompt is the start of the text the user typed for the turn, so a
+	// client can show a turn still waiting behind the active one.
+	Prompt string `json:"prompt,omitempty" doc:"The start of the text of the turn's prompt, as the user typed it (before any skill was expanded)."`
+	// RetryOf is the lost run this run retries (see OpRunRetry).
+	RetryOf       string     `json:"retryOf,omitempty" doc:"The lost run this run is the retry of: it runs the lost turn's prompt again from the files the lost turn started from."`
+	QueuedAt      time.Time  `json:"queuedAt"`
+	DispatchedAt  *time.Time `json:"dispatchedAt,omitempty"`
+	ClaimedAt     *time.Time `json:"claimedAt,omitempty"`
+	FirstOutputAt *time.Time `json:"firstOutputAt,omitempty"`
+	EndedAt       *time.Time `json:"endedAt,omitempty"`
 	// ArtifactRevision is the artifacts revision the run was configured from.
 	ArtifactRevision *int64 `json:"artifactRevision,omitempty"`
 }

@@ -63,6 +63,14 @@ const (
 	// engine workers only: the gateway never routes it.
 	OpAccountsResolve = "accounts.resolve"
 
+	// A git project's repository credential (a token, or user:password),
+	// sealed like the accounts'. The gateway puts and deletes it;
+	// OpSourceCredentialResolve, which returns it unsealed, is for engine
+	// workers only.
+	OpSourceCredentialPut     = "sources.credential.put"
+	OpSourceCredentialDelete  = "sources.credential.delete"
+	OpSourceCredentialResolve = "sources.credential.resolve"
+
 	// OpPlan is retired: artifacts answers OpContent, and the worker
 	// renders the plan through its engine's layout.
 	OpPlan     = "plan"
@@ -270,10 +278,12 @@ type Profile struct {
 	UpdatedAt   time.Time     `json:"updatedAt"`
 }
 
-// ProfileItem is one artifact a profile references by slug.
+// ProfileItem is one artifact a profile references by slug. A profile
+// that names any item of a type gives its runs only the items of that type
+// it names: with mcp items, only those external MCP servers.
 type ProfileItem struct {
-	Type string `json:"type"` // skill | subagent | mcp
-	Ref  string `json:"ref"`
+	Type string `json:"type" doc:"skill, subagent or mcp (an external MCP server of the tenant or the run's project); a profile naming any item of a type gives its runs only the items of that type it names"`
+	Ref  string `json:"ref" doc:"the artifact's slug"`
 }
 
 // ProfilePut creates (ID empty) or replaces a profile with its items.
@@ -300,6 +310,19 @@ type ProjectDefault struct {
 type ProjectRef struct {
 	Caller
 	ProjectID string `json:"projectId"`
+}
+
+// SourceCredentialPut stores the credential of a project's repository.
+type SourceCredentialPut struct {
+	Caller
+	ProjectID  string `json:"projectId"`
+	Credential string `json:"credential"`
+}
+
+// SourceCredential is a project's unsealed repository credential, empty
+// when it has none.
+type SourceCredential struct {
+	Credential string `json:"credential,omitempty"`
 }
 
 // Provider is where an engine's accounts sign in (anthropic for

@@ -51,14 +51,16 @@ type ModelsReply struct {
 // Generators a GenerateRequest can name: each has its own prompt and schema
 // on the worker. The artifact drafts reuse the artifact type names.
 const (
-	GenerateCommitMessage = "commit-message" // {message} from the project workspace's staged or working changes
+	GenerateCommitMessage = "commit-message" // {message} from a session's changes between two snapshots
 	GenerateBranchName    = "branch-name"    // {name}, a valid git ref, from the same changes
 )
 
 // GenerateRequest asks a worker for a JSON document from an engine. Either
-// Generator names a built-in generator (commit-message and branch-name work
-// on ProjectID's workspace; skill, subagent and instruction draft an
-// artifact from Input, the purpose) or Schema and Prompt are given. Model and
+// Generator names a built-in generator (commit-message and branch-name
+// describe what session SessionID changed: the workspace of snapshot To
+// against snapshot From, both of the caller's tenant and resolved by the
+// gateway; skill, subagent and instruction draft an artifact from Input,
+// the purpose) or Schema and Prompt are given. Model and
 // Provider are preferences the engine's catalog has the last word on.
 type GenerateRequest struct {
 	Caller
@@ -71,6 +73,9 @@ type GenerateRequest struct {
 	Input     string          `json:"input,omitempty"`
 	Schema    json.RawMessage `json:"schema,omitempty"` // a JSON schema object
 	Prompt    string          `json:"prompt,omitempty"`
+	SessionID string          `json:"sessionId,omitempty"`
+	From      string          `json:"fromSnapshot,omitempty"` // "" is an empty workspace
+	To        string          `json:"toSnapshot,omitempty"`
 }
 
 // GenerateReply is the generated document and the model, provider and

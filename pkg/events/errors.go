@@ -66,11 +66,12 @@ const (
 	KindInternal         ErrorKind = "internal"          // a Clopen bug
 	KindCancelled        ErrorKind = "cancelled"         // the user cancelled the run
 	KindInterrupted      ErrorKind = "interrupted"       // the user interrupted the turn
+	KindBudgetExhausted  ErrorKind = "budget_exhausted"  // the tenant's budget for the period is spent
 )
 
 var errorKinds = []ErrorKind{
 	KindAuth, KindRateLimited, KindModelUnavailable, KindProvider, KindCrashed, KindTimeout,
-	KindInvalidRequest, KindNotInstalled, KindNeedsAccount, KindInternal, KindCancelled, KindInterrupted,
+	KindInvalidRequest, KindNotInstalled, KindNeedsAccount, KindInternal, KindCancelled, KindInterrupted, KindBudgetExhausted,
 }
 
 // ErrorKinds returns every error kind, in declaration order. The slice is a

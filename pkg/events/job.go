@@ -32,9 +32,13 @@ type Job struct {
 	// session files; see RunSnapshot), so the turn can run on any worker.
 	// Empty for a session no turn has left state in yet: it starts from
 	// an empty workspace.
-	Snapshot    string    `json:"snapshot,omitempty"`
-	RequestedBy string    `json:"requestedBy,omitempty"`
-	QueuedAt    time.Time `json:"queuedAt"`
+	Snapshot string `json:"snapshot,omitempty"`
+	// PreferWorker is the worker whose turn left Snapshot, and so likely
+	// holds a copy of it: for a moment other workers leave the job to it,
+	// if it is alive with a slot free (a preference, never a requirement).
+	PreferWorker string    `json:"preferWorker,omitempty"`
+	RequestedBy  string    `json:"requestedBy,omitempty"`
+	QueuedAt     time.Time `json:"queuedAt"`
 	// TraceParent is the W3C trace context of the request that started the
 	// turn, so a turn dispatched later (queued behind another, or held at
 	// its tenant's limit) still joins that request's trace.
@@ -73,7 +77,17 @@ type ControlRequest struct {
 	Answers   map[string]string `json:"answers,omitempty"`  // AskUserQuestion: question text -> chosen label(s)
 	Decision  string            `json:"decision,omitempty"` // permission: allow | deny
 	Message   string            `json:"message,omitempty"`  // permission deny reason shown to the model
+	// For cancel: Reason is StopBudget when streammgr stops the run because
+	// its tenant's budget is spent (empty: the user cancelled it), and Error
+	// the message the run then fails with.
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
+
+// StopBudget is the Reason of a cancel (or of its RunFlag) that stops a run
+// because its tenant's budget is spent: the run ends failed with
+// KindBudgetExhausted and the request's Error, not cancelled.
+const StopBudget = "budget"
 
 // Permission decisions for ControlRequest.Decision.
 const (
@@ -89,6 +103,28 @@ type ControlReply struct {
 	Error    string       `json:"error,omitempty"`
 }
 
+// RunToolRequest is a request of the MCP bridge, on ctl.run.<run>.ask or
+// .notify, for a tool an agent called; Tenant and RunID come from the
+// agent's verified token, and the worker serves only a run it owns of that
+// tenant.
+type RunToolRequest struct {
+	Tenant string `json:"tenant"`
+	RunID  string `json:"runId"`
+	// ask: the questions, as AskUserQuestion asks them.
+	Questions []Question `json:"questions,omitempty"`
+	// notify: what the session's members are told.
+	Level   NotificationLevel `json:"level,omitempty"`
+	Title   string            `json:"title,omitempty"`
+	Message string            `json:"message,omitempty"`
+}
+
+// RunToolReply answers a RunToolRequest: the user's answers to an ask, or
+// why it was refused.
+type RunToolReply struct {
+	Answers map[string]string `json:"answers,omitempty"`
+	Error   string            `json:"error,omitempty"`
+}
+
 // WorkerInfo is a worker's heartbeat in the workers bucket.
 type WorkerInfo struct {
 	ID        string         `json:"id"`
@@ -97,6 +133,18 @@ type WorkerInfo struct {
 	Load      int            `json:"load"`
 	StartedAt time.Time      `json:"startedAt"`
 	BeatAt    time.Time      `json:"beatAt"`
+	// Unready are the engines the worker has a profile for but does not
+	// offer, each with why and what would make it ready.
+	Unready []EngineProblem `json:"unready,omitempty"`
+}
+
+// EngineProblem is why a worker does not offer an engine: its state
+// (not-installed, not-responding, needs-update, needs-account) and the
+// fix, as clopen engines doctor words them.
+type EngineProblem struct {
+	Engine EngineType `json:"engine"`
+	State  string     `json:"state"`
+	Fix    string     `json:"fix"`
 }
 
 // EngineStatus is what a worker advertises about one engine.
@@ -118,6 +166,10 @@ type RunOwner struct {
 type RunFlag struct {
 	Verb string    `json:"verb"` // cancel | interrupt | abandon
 	At   time.Time `json:"at"`
+	// Reason and Error, on a cancel, are the ControlRequest's: why the run
+	// is stopped when not by its user, and the message it fails with.
+	Reason string `json:"reason,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // VerbAbandon is the flag verb beyond the control verbs: it marks a run

@@ -7,11 +7,11 @@ import (
 )
 
 // Output is one thing an engine emits: the EngineOutput union of the
-// original, plus RunState. The concrete types are the persisted messages
-// (UserMessage, AssistantMessage, ReasoningMessage, CompactBoundary), the
-// transient events (StreamEvent, Result, SystemInit, RateLimit,
-// Notification), RunState, and Unknown for a "type" this version does not
-// know. The unexported method keeps the set closed to this package.
+// original, plus RunState and RunUsage. The concrete types are the persisted
+// messages (UserMessage, AssistantMessage, ReasoningMessage,
+// CompactBoundary), the transient events (StreamEvent, Result, SystemInit,
+// RateLimit, Notification), RunState, RunUsage, and Unknown for a "type"
+// this version does not know. The unexported method keeps the set closed to this package.
 //
 // Decoders return the values, never pointers: switch on AssistantMessage,
 // not *AssistantMessage. MarshalJSON emits the "type" discriminator, so
@@ -52,6 +52,7 @@ var outputDecoders = map[string]func(*dec) Output{
 	TypeRateLimit:       decodeRateLimit,
 	TypeNotification:    decodeNotification,
 	TypeRunState:        decodeRunState,
+	TypeUsage:           decodeRunUsage,
 }
 
 // DecodeOutput decodes one engine output.

@@ -43,6 +43,11 @@ const (
 	VerbCancel    = "cancel"
 	VerbInterrupt = "interrupt"
 	VerbAnswer    = "answer"
+	// The MCP bridge's requests for one run's tools (RunToolRequest): ask
+	// parks the run on a question until the user answers it, notify tells
+	// the session's members something.
+	VerbAsk    = "ask"
+	VerbNotify = "notify"
 )
 
 // ValidToken reports whether s can be used as one token of a NATS subject or

@@ -120,7 +120,7 @@ func TestRunStateNames(t *testing.T) {
 
 func TestErrorKinds(t *testing.T) {
 	want := []ErrorKind{"auth", "rate_limited", "model_unavailable", "provider", "crashed", "timeout",
-		"invalid_request", "not_installed", "needs_account", "internal", "cancelled", "interrupted"}
+		"invalid_request", "not_installed", "needs_account", "internal", "cancelled", "interrupted", "budget_exhausted"}
 	got := ErrorKinds()
 	if len(got) != len(want) {
 		t.Fatalf("ErrorKinds() has %d kinds, want %d", len(got), len(want))

@@ -42,6 +42,11 @@ var dispatched = map[string][]bustoken.Kind{
 	events.OpAccountsResolve: {bustoken.Dispatch, bustoken.Caller},
 	events.OpContent:         {bustoken.Dispatch},
 	events.OpExpand:          {bustoken.Dispatch},
+	// A run's MCP servers, secrets in clear, go to the bridge that serves
+	// the run, with the run's dispatch token (resolveMCPServer checks the
+	// project is the token's), or that probes one for the gateway, with
+	// the caller's token it forwards. Only the bridge may publish it.
+	events.OpMCPServersResolve: {bustoken.Dispatch, bustoken.Caller},
 }
 
 // endpoints registers every operation, served by srv; the op list is the
@@ -85,11 +90,23 @@ func (a *api) endpoints(s micro.Service, srv *svc.Server) error {
 		events.OpAccountsActivate: svc.Handler(onInternal, guard(a.activateAccount)),
 		events.OpAccountsResolve:  svc.Handler(onInternal, guard(a.resolveAccount)),
 
+		events.OpSourceCredentialPut:     svc.Handler(onInternal, guard(a.putSourceCredential)),
+		events.OpSourceCredentialDelete:  svc.Handler(onInternal, guard(a.deleteSourceCredential)),
+		events.OpSourceCredentialResolve: svc.Handler(onInternal, guard(a.resolveSourceCredential)),
+
+		events.OpMCPServersList:    svc.Handler(onInternal, guard(a.listMCPServers)),
+		events.OpMCPServersGet:     svc.Handler(onInternal, guard(a.getMCPServer)),
+		events.OpMCPServersPut:     svc.Handler(onInternal, guard(a.putMCPServer)),
+		events.OpMCPServersDelete:  svc.Handler(onInternal, guard(a.deleteMCPServer)),
+		events.OpMCPServersResolve: svc.Handler(onInternal, guard(a.resolveMCPServer)),
+
 		events.OpContent:  svc.Handler(onInternal, guard(a.content)),
 		events.OpExpand:   svc.Handler(onInternal, guard(a.expand)),
 		events.OpDetect:   svc.Handler(onInternal, guard(a.detect)),
 		events.OpAdopt:    svc.Handler(onInternal, guard(a.adopt)),
 		events.OpRevision: svc.Handler(onInternal, guard(a.revision)),
+
+		events.OpAuditList: svc.Handler(onInternal, store.Audit.Serve(a.st.DB)),
 	}
 	for op, h := range ops {
 		subject, err := events.ServiceSubject(events.ArtifactsService, op)
@@ -287,6 +304,22 @@ func (a *api) activateAccount(ctx context.Context, t string, r events.RefByID) (
 	return Empty{rev}, err
 }
 
+func (a *api) putSourceCredential(ctx context.Context, t string, r events.SourceCredentialPut) (Empty, error) {
+	return Empty{}, a.st.PutSourceCredential(ctx, t, r.ProjectID, r.Credential)
+}
+
+func (a *api) deleteSourceCredential(ctx context.Context, t string, r events.ProjectRef) (Empty, error) {
+	return Empty{}, a.st.DeleteSourceCredential(ctx, t, r.ProjectID)
+}
+
+// resolveSourceCredential answers the worker that clones or pushes for the
+// caller (with the caller's token, forwarded); the gateway may not publish
+// this subject (busauth).
+func (a *api) resolveSourceCredential(ctx context.Context, t string, r events.ProjectRef) (events.SourceCredential, error) {
+	c, err := a.st.ResolveSourceCredential(ctx, t, r.ProjectID)
+	return events.SourceCredential{Credential: c}, err
+}
+
 func (a *api) resolveAccount(ctx context.Context, t string, r events.AccountResolve) (events.ResolvedAccount, error) {
 	if c, _ := svc.ClaimsFrom(ctx); c.Kind == bustoken.Dispatch && (string(r.Engine) != c.Engine || r.AccountID != c.AccountID) {
 		return events.ResolvedAccount{}, svc.Unauthorized("run %s may resolve its own %s account %q, not %s account %q",
@@ -298,4 +331,39 @@ func (a *api) resolveAccount(ctx context.Context, t string, r events.AccountReso
 func (a *api) revision(ctx context.Context, t string, _ events.ListRequest) (events.RevisionReply, error) {
 	rev, err := a.st.Revision(ctx, t)
 	return events.RevisionReply{Revision: rev}, err
+}
+
+func (a *api) listMCPServers(ctx context.Context, t string, r events.MCPServersList) ([]events.MCPServerDef, error) {
+	return a.st.ListMCPServers(ctx, t, r.ProjectID)
+}
+
+func (a *api) getMCPServer(ctx context.Context, t string, r events.MCPServerRef) (events.MCPServerDef, error) {
+	return a.st.GetMCPServer(ctx, t, r.ProjectID, r.Slug)
+}
+
+// putMCPServer checks a remote server's URL as a provider's is checked
+// before the store validates and seals the rest.
+func (a *api) putMCPServer(ctx context.Context, t string, r events.MCPServerPut) (events.MCPServerDef, error) {
+	if err := a.egress.CheckField(ctx, "server.url", r.Server.URL); err != nil {
+		return events.MCPServerDef{}, svc.Invalid("%v", err)
+	}
+	d, _, err := a.st.PutMCPServer(ctx, t, r.Server, r.Env, r.Headers)
+	return d, err
+}
+
+func (a *api) deleteMCPServer(ctx context.Context, t string, r events.MCPServerRef) (Empty, error) {
+	rev, err := a.st.DeleteMCPServer(ctx, t, r.ProjectID, r.Slug)
+	return Empty{rev}, err
+}
+
+// resolveMCPServer answers the bridge: the project's server of the slug,
+// else the tenant's, with its secrets in clear. A dispatch token binds the
+// project; a caller token (a probe the gateway asked for, after checking
+// the caller may change the server) is bound to its tenant alone.
+func (a *api) resolveMCPServer(ctx context.Context, t string, r events.MCPServerRef) (events.ResolvedMCPServer, error) {
+	if c, _ := svc.ClaimsFrom(ctx); c.Kind == bustoken.Dispatch && c.ProjectID != r.ProjectID {
+		return events.ResolvedMCPServer{}, svc.Unauthorized("run %s of project %q may resolve its own project's MCP servers, not project %q's",
+			c.RunID, c.ProjectID, r.ProjectID)
+	}
+	return a.st.ResolveMCPServer(ctx, t, r.ProjectID, r.Slug)
 }

@@ -72,7 +72,36 @@ func (a *api) content(ctx context.Context, t string, r events.ContentRequest) (e
 	if in.Permissions, err = a.st.ResolvePermissions(ctx, t, r.ProjectID, profileID(prof)); err != nil {
 		return events.Content{}, err
 	}
-	return content.Compile(in), nil
+	c := content.Compile(in)
+	if c.MCPServers, err = a.runMCPServers(ctx, t, r, prof); err != nil {
+		return events.Content{}, err
+	}
+	return c, nil
+}
+
+// runMCPServers are the external MCP servers a run gets, by slug (the
+// worker gives each its URL through its MCP proxy): the project's and the
+// tenant's enabled servers, only those the profile names when it names
+// any, and only those exposed to the run's engine; the first
+// events.MaxRunMCPServers of them by slug.
+func (a *api) runMCPServers(ctx context.Context, t string, r events.ContentRequest, prof *resolve.Profile) ([]events.PlanMCPServer, error) {
+	all, err := a.st.RunMCPServers(ctx, t, r.ProjectID)
+	if err != nil {
+		return nil, err
+	}
+	f := resolve.ArtifactFilter(prof, events.ArtifactMCP)
+	out := []events.PlanMCPServer{}
+	for _, d := range all {
+		if f.Active(d.Slug, true) && d.Exposure.Allows(string(r.Engine)) {
+			out = append(out, events.PlanMCPServer{Name: d.Slug})
+		}
+	}
+	if len(out) > events.MaxRunMCPServers {
+		a.log.WarnContext(ctx, "run gets only the first MCP servers", "tenant", t, "project", r.ProjectID,
+			"servers", len(out), "max", events.MaxRunMCPServers, "left_out_from", out[events.MaxRunMCPServers].Name)
+		out = out[:events.MaxRunMCPServers]
+	}
+	return out, nil
 }
 
 // catalog is what slash expansion and the picker see.

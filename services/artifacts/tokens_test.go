@@ -35,6 +35,8 @@ func tokenFor(t testing.TB, op string, req any) string {
 		claims.Engine, claims.ProjectID = string(r.Engine), r.ProjectID
 	case events.ExpandRequest:
 		claims.Engine, claims.ProjectID = string(r.Engine), r.ProjectID
+	case events.MCPServerRef:
+		claims.ProjectID = r.ProjectID
 	}
 	claims.RunID = uuid.NewString()
 	return sign(t, bustoken.Dispatch, claims)

@@ -60,6 +60,8 @@ type prepared struct {
 	configDir string
 	prompt    []events.Block
 	revision  int64
+	// mcpServers are the slugs of the run's external MCP servers.
+	mcpServers []string
 }
 
 // prepare asks artifacts for the run's content, places it through the
@@ -114,7 +116,13 @@ func (w *Worker) prepare(ctx context.Context, r *run) (prepared, error) {
 		}
 		prompt = append(prompt, b)
 	}
-	return prepared{configDir: dir, prompt: prompt, revision: pl.Revision}, nil
+	var servers []string
+	for _, m := range pl.MCPServers {
+		if m.Name != MCPServerName {
+			servers = append(servers, m.Name)
+		}
+	}
+	return prepared{configDir: dir, prompt: prompt, revision: pl.Revision, mcpServers: servers}, nil
 }
 
 // watchArtifacts retires a tenant's engine instances whenever its artifact

@@ -138,22 +138,24 @@ func byProvider(models []events.EngineModel, provider string) []events.EngineMod
 // clamped to its model (the catalog's default model when the run names
 // none). It reports nothing (nil) when the engine has no catalog or the
 // catalog cannot be read, and the requested effort unchanged for a model the
-// catalog does not list: the engine decides then.
-func (w *Worker) clampEffort(ctx context.Context, job events.Job) *string {
+// catalog does not list: the engine decides then. It also returns the
+// model's list price, when the catalog knows it, which prices the run's
+// metered usage while it runs.
+func (w *Worker) clampEffort(ctx context.Context, job events.Job) (*string, *events.ModelCost) {
 	ctx, cancel := context.WithTimeout(ctx, clampTimeout)
 	defer cancel()
 	models, err := w.catalog(ctx, catalogKey{tenant: job.Tenant, engine: job.Engine, account: job.AccountID})
 	if err != nil || len(models) == 0 {
-		return nil
+		return nil, nil
 	}
 	m := models[0]
 	if job.Model != "" {
 		var ok bool
 		if m, ok = engine.FindModel(models, job.Model); !ok {
 			effort := job.Effort
-			return &effort
+			return &effort, nil
 		}
 	}
 	effort := engine.ClampEffort(m, job.Effort)
-	return &effort
+	return &effort, m.Cost
 }

@@ -3,12 +3,11 @@ package worker
 import (
 	"context"
 	"fmt"
-	"math"
 	"strconv"
-	"strings"
 	"time"
 
 	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/pkg/platform/bytesize"
 )
 
 // ConfigFromEnv reads a standalone worker's configuration:
@@ -16,8 +15,9 @@ import (
 // CLOPEN_SNAPSHOT_CACHE, CLOPEN_WORKSPACE_QUOTA (bytes, or with KiB, MiB, GiB),
 // CLOPEN_COALESCE (a duration, 0 to publish every delta), CLOPEN_SCENARIOS,
 // CLOPEN_STREAM_REPLICAS (of the buckets it declares), CLOPEN_METRICS_TENANT
-// (off leaves the tenant out of the GenAI metrics), and the bus token keys
-// (CLOPEN_CALLER_PUBKEY).
+// (off leaves the tenant out of the GenAI metrics), CLOPEN_GIT_ALLOW_LOCAL (on
+// admits local repositories), CLOPEN_GIT_CA_FILE, CLOPEN_MCP_BRIDGE_URL, and
+// the bus token keys (CLOPEN_CALLER_PUBKEY, and CLOPEN_MCP_KEY with a bridge).
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg := DefaultConfig()
 	if v := getenv("CLOPEN_WORKER_ID"); v != "" {
@@ -36,7 +36,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	cfg.EngineConfig = getenv("CLOPEN_ENGINE_CONFIG")
 	cfg.SnapshotCache = getenv("CLOPEN_SNAPSHOT_CACHE")
 	if v := getenv("CLOPEN_WORKSPACE_QUOTA"); v != "" {
-		n, err := parseBytes(v)
+		n, err := bytesize.Parse(v)
 		if err != nil {
 			return cfg, fmt.Errorf("CLOPEN_WORKSPACE_QUOTA=%q: %w", v, err)
 		}
@@ -57,13 +57,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		cfg.Replicas = n
 	}
 	cfg.ScenarioDir = getenv("CLOPEN_SCENARIOS")
-	switch v := getenv("CLOPEN_METRICS_TENANT"); v {
-	case "", "on":
-	case "off":
-		cfg.MetricsWithoutTenant = true
-	default:
-		return cfg, fmt.Errorf("CLOPEN_METRICS_TENANT=%q: want on or off", v)
+	metricsTenant, err := onOff(getenv, "CLOPEN_METRICS_TENANT", true)
+	if err != nil {
+		return cfg, err
 	}
+	cfg.MetricsWithoutTenant = !metricsTenant
+	if cfg.GitAllowLocal, err = onOff(getenv, "CLOPEN_GIT_ALLOW_LOCAL", false); err != nil {
+		return cfg, err
+	}
+	cfg.GitCAFile = getenv("CLOPEN_GIT_CA_FILE")
+	cfg.MCPBridgeURL = getenv("CLOPEN_MCP_BRIDGE_URL")
 	keys, err := bustoken.FromEnv(getenv)
 	if err != nil {
 		return cfg, err
@@ -81,19 +84,16 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	return w.Run(ctx)
 }
 
-// parseBytes reads a size: a number of bytes, or one with a KiB, MiB or
-// GiB suffix.
-func parseBytes(v string) (int64, error) {
-	mult := int64(1)
-	for suffix, m := range map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30} {
-		if n, ok := strings.CutSuffix(v, suffix); ok {
-			v, mult = strings.TrimSpace(n), m
-			break
-		}
+// onOff reads a switch variable: on or off, def when unset.
+func onOff(getenv func(string) string, name string, def bool) (bool, error) {
+	switch v := getenv(name); v {
+	case "":
+		return def, nil
+	case "on":
+		return true, nil
+	case "off":
+		return false, nil
+	default:
+		return def, fmt.Errorf("%s=%q: want on or off", name, v)
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 || n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("want a size such as 2GiB")
-	}
-	return n * mult, nil
 }

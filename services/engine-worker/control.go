@@ -25,6 +25,11 @@ func (w *Worker) control(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case m := <-w.ctl:
+			if verb := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]; verb == events.VerbAsk || verb == events.VerbNotify {
+				// A question waits for the user: served on its own.
+				go w.serveTool(m, verb)
+				continue
+			}
 			w.reply(m, w.dispatch(m))
 		}
 	}
@@ -50,8 +55,12 @@ func (w *Worker) dispatch(m *nats.Msg) events.ControlReply {
 		if r.currentState().Terminal() {
 			return events.ControlReply{Error: "run already ended", State: r.currentState()}
 		}
-		_ = r.setState(events.RunCancelling, "cancel requested")
-		r.cancel(engine.ErrCancelled)
+		why := "cancel requested"
+		if req.Reason == events.StopBudget {
+			why = "budget exhausted"
+		}
+		_ = r.setState(events.RunCancelling, why)
+		r.cancel(cancelCause(req.Reason, req.Error))
 		return events.ControlReply{Accepted: true, State: events.RunCancelling}
 	case events.VerbInterrupt:
 		r.cancel(engine.ErrInterrupted)
@@ -63,6 +72,30 @@ func (w *Worker) dispatch(m *nats.Msg) events.ControlReply {
 		return events.ControlReply{Accepted: true, State: events.RunRunning}
 	}
 	return events.ControlReply{Error: "unknown control verb " + verb}
+}
+
+// budgetStop is the cancel cause of a run streammgr stops because its
+// tenant's budget is spent: a hard stop for the adapter (it is
+// engine.ErrCancelled), and a failed run with budget_exhausted and the
+// budget's message for the worker.
+type budgetStop struct{ msg string }
+
+// Error is the message the run fails with.
+func (b *budgetStop) Error() string { return b.msg }
+
+// Is makes the adapters see an ordinary cancel.
+func (b *budgetStop) Is(target error) bool { return target == engine.ErrCancelled }
+
+// cancelCause is the cause of a cancel with reason and message (a control
+// request's or a run flag's).
+func cancelCause(reason, msg string) error {
+	if reason == events.StopBudget {
+		if msg == "" {
+			msg = "the tenant's budget is spent"
+		}
+		return &budgetStop{msg: msg}
+	}
+	return engine.ErrCancelled
 }
 
 func (w *Worker) reply(m *nats.Msg, rep events.ControlReply) {
@@ -132,7 +165,7 @@ func (w *Worker) watchFlags(ctx context.Context) error {
 			}
 			switch f.Verb {
 			case events.VerbCancel, events.VerbAbandon:
-				r.cancel(engine.ErrCancelled)
+				r.cancel(cancelCause(f.Reason, f.Error))
 			case events.VerbInterrupt:
 				r.cancel(engine.ErrInterrupted)
 			}
@@ -203,6 +236,7 @@ func (w *Worker) heartbeat(ctx context.Context) {
 	for typ, v := range w.engineVersions() {
 		info.Engines = append(info.Engines, events.EngineStatus{Engine: typ, Version: v})
 	}
+	info.Unready = w.unreadyEngines()
 	b, _ := json.Marshal(info)
 	if _, err := w.beats.Put(ctx, w.cfg.ID, b); err != nil && ctx.Err() == nil {
 		w.log.Warn("heartbeat", "err", err)

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/snapshot"
 	"clopen.dev/pkg/platform/svc"
 )
 
@@ -23,26 +22,26 @@ const maxDiffBytes = 48 << 10
 // and what it does to the answer.
 type generator struct {
 	schema string
-	// git says the prompt is built from the project workspace's changes
-	// (input, optional, adds to it); otherwise input is required.
-	git    bool
-	prompt func(input, changes string) string
-	finish func(doc json.RawMessage) (json.RawMessage, error)
+	// changes says the prompt is built from a session's changes (input,
+	// optional, adds to it); otherwise input is required.
+	changes bool
+	prompt  func(input, changes string) string
+	finish  func(doc json.RawMessage) (json.RawMessage, error)
 }
 
 // generators are the built-in generators by name.
 var generators = map[string]generator{
 	events.GenerateCommitMessage: {
-		schema: `{"type":"object","additionalProperties":false,"required":["message"],"properties":{"message":{"type":"string","description":"the whole commit message"}}}`,
-		git:    true,
+		schema:  `{"type":"object","additionalProperties":false,"required":["message"],"properties":{"message":{"type":"string","description":"the whole commit message"}}}`,
+		changes: true,
 		prompt: func(input, changes string) string {
 			return "Write the git commit message for the changes below: a summary line of at most 72 characters in the " +
 				"imperative mood, then, if the change needs it, a blank line and a short body saying why." + extra(input) + "\n\n" + changes
 		},
 	},
 	events.GenerateBranchName: {
-		schema: `{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"a short git branch name"}}}`,
-		git:    true,
+		schema:  `{"type":"object","additionalProperties":false,"required":["name"],"properties":{"name":{"type":"string","description":"a short git branch name"}}}`,
+		changes: true,
 		prompt: func(input, changes string) string {
 			return "Name a git branch for the work below: lower case, words joined by hyphens, at most 40 characters, " +
 				"optionally prefixed with a kind such as feat/ or fix/." + extra(input) + "\n\n" + changes
@@ -105,8 +104,9 @@ type generation struct {
 }
 
 // plan builds the generation of req: a built-in generator's, or the
-// request's own schema and prompt. Git generators run in the project's
-// workspace; everything else in an empty scratch dir of the tenant's.
+// request's own schema and prompt. Every generation runs in an empty
+// scratch dir of the tenant's: the generators of changes read them from the
+// snapshot store, never from a workspace the agent could have written.
 func (w *Worker) plan(ctx context.Context, req events.GenerateRequest) (generation, error) {
 	g := generation{cleanup: func() {}, finish: func(d json.RawMessage) (json.RawMessage, error) { return d, nil }}
 	var input string
@@ -120,12 +120,8 @@ func (w *Worker) plan(ctx context.Context, req events.GenerateRequest) (generati
 		return g, svc.Invalid("unknown generator %q (have %s)", req.Generator, strings.Join(generatorNames(), ", "))
 	case len(req.Schema) > 0 || req.Prompt != "":
 		return g, svc.Invalid("generator %s brings its own schema and prompt", req.Generator)
-	case gen.git:
-		if err := events.ValidToken(req.ProjectID); err != nil || strings.ContainsAny(req.ProjectID, `/\`) {
-			return g, svc.Invalid("generator %s needs the project", req.Generator)
-		}
-		g.dir = filepath.Join(w.cfg.Workspaces, req.TenantID, req.ProjectID)
-		changes, err := gitChanges(ctx, g.dir)
+	case gen.changes:
+		changes, err := w.sessionChanges(ctx, req)
 		if err != nil {
 			return g, err
 		}
@@ -160,54 +156,65 @@ func generatorNames() []string {
 	return []string{events.GenerateCommitMessage, events.GenerateBranchName, events.ArtifactSkill, events.ArtifactSubagent, events.ArtifactInstruction}
 }
 
-// gitChanges describes a workspace's changes for a generator: git status,
-// then the staged diff, or the unstaged one when nothing is staged, cut at
-// maxDiffBytes. A workspace that is not a repository, or has no changes,
-// is an invalid request that says so.
-func gitChanges(ctx context.Context, dir string) (string, error) {
-	if _, err := os.Stat(dir); err != nil {
-		return "", svc.Invalid("the project's workspace has no files yet")
+// sessionChanges describes a session's changes for a generator: the files
+// changed from snapshot From to To, with line counts, then the unified
+// diff of the text files, cut at maxDiffBytes. Both snapshots are read
+// from the store as the caller's tenant. No git runs: a repository in the
+// workspace is the agent's, and its config (core.fsmonitor, filters) would
+// run commands on this host.
+func (w *Worker) sessionChanges(ctx context.Context, req events.GenerateRequest) (string, error) {
+	if err := events.ValidToken(req.SessionID); err != nil {
+		return "", svc.Invalid("generator %s needs the session whose changes to describe", req.Generator)
 	}
-	if _, err := git(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil {
-		return "", svc.Invalid("the project's workspace is not a git repository")
+	if req.To == "" {
+		return "", svc.Invalid("session %s has no files yet", req.SessionID)
 	}
-	status, err := git(ctx, dir, "status", "--porcelain=v1", "--untracked-files=all")
+	snaps := w.snapshots(req.TenantID)
+	var from, to *snapshot.Manifest
+	var err error
+	if req.From != "" {
+		if from, err = snaps.Load(ctx, req.From); err != nil {
+			return "", snapshotError(req.From, err)
+		}
+	}
+	if to, err = snaps.Load(ctx, req.To); err != nil {
+		return "", snapshotError(req.To, err)
+	}
+	changes := snapshot.Diff(from, to, workspaceTree)
+	if len(changes) == 0 {
+		return "", svc.Invalid("session %s has no changes", req.SessionID)
+	}
+	if err := snaps.CountLines(ctx, from, to, workspaceTree, changes); err != nil {
+		return "", err
+	}
+	patch, err := snaps.Patch(ctx, from, to, workspaceTree, maxDiffBytes)
 	if err != nil {
 		return "", err
 	}
-	if strings.TrimSpace(status) == "" {
-		return "", svc.Invalid("the project's workspace has no changes")
+	var b strings.Builder
+	b.WriteString("changed files:\n")
+	for _, c := range changes {
+		fmt.Fprintf(&b, "%s %s", c.Kind, c.Path)
+		if c.Binary {
+			b.WriteString(" (binary)\n")
+			continue
+		}
+		fmt.Fprintf(&b, " (+%d -%d)\n", c.Added, c.Removed)
 	}
-	diff, err := git(ctx, dir, "diff", "--cached", "--no-color", "--no-ext-diff")
-	if err == nil && strings.TrimSpace(diff) == "" {
-		diff, err = git(ctx, dir, "diff", "--no-color", "--no-ext-diff")
+	b.WriteString("\ndiff:\n" + patch.Text)
+	if patch.Truncated {
+		b.WriteString("\n[diff cut: more files changed than shown]\n")
 	}
-	if err != nil {
-		return "", err
-	}
-	if len(diff) > maxDiffBytes {
-		diff = fmt.Sprintf("%s\n[diff cut: %d more bytes]", diff[:maxDiffBytes], len(diff)-maxDiffBytes)
-	}
-	return "git status:\n" + status + "\ngit diff:\n" + diff, nil
+	return b.String(), nil
 }
 
-// git runs a read-only git command in dir with no user or system config.
-func git(ctx context.Context, dir string, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.quotepath=off", "-c", "safe.directory=*"}, args...)...)
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
-		"GIT_OPTIONAL_LOCKS=0", "LANG=C"}
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return "", fmt.Errorf("git %s: %w: %s", args[0], err, strings.TrimSpace(string(ee.Stderr)))
-		}
-		return "", fmt.Errorf("git %s: %w", args[0], err)
+// snapshotError says a snapshot the request names cannot be read: a bad
+// or unknown id is the request's fault.
+func snapshotError(id string, err error) error {
+	if errors.Is(err, snapshot.ErrNotFound) {
+		return svc.NotFound("snapshot %s not found", id)
 	}
-	return string(out), nil
+	return fmt.Errorf("snapshot %s: %w", id, err)
 }
 
 // BranchName turns a model's suggestion into a valid git branch name (git

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/natstrace"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -49,6 +50,9 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 		_ = msg.Ack()
 		return
 	}
+	if w.yields(ctx, job, msg) {
+		return
+	}
 	owner, _ := json.Marshal(events.RunOwner{Worker: w.cfg.ID, Tenant: job.Tenant, ClaimedAt: time.Now().UTC()})
 	epoch, err := w.owners.Create(ctx, job.RunID, owner)
 	if err != nil {
@@ -76,7 +80,7 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	r := &run{job: job, epoch: epoch, msg: msg, ctx: runCtx, cancel: cancel, state: events.RunClaimed}
+	r := &run{job: job, epoch: epoch, msg: msg, ctx: runCtx, cancel: cancel, state: events.RunClaimed, asks: make(chan string, 16)}
 	r.rev.Store(epoch)
 	r.renewedAt.Store(time.Now().UnixNano())
 	base := events.Envelope{Tenant: job.Tenant, Run: job.RunID, Session: job.SessionID, Epoch: epoch,
@@ -90,8 +94,8 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	defer w.unregister(r)
 	// A flag set between the check above and register was seen by
 	// watchFlags while it could not find the run: read it again.
-	if _, ok := w.endFlag(ctx, job.RunID); ok {
-		r.cancel(engine.ErrCancelled)
+	if f, ok := w.endFlag(ctx, job.RunID); ok {
+		r.cancel(cancelCause(f.Reason, f.Error))
 	}
 	engineAttr := metric.WithAttributes(attribute.String("engine", string(job.Engine)))
 	runsActive.Add(ctx, 1, engineAttr)
@@ -99,6 +103,7 @@ func (w *Worker) handle(runsCtx context.Context, msg jetstream.Msg) {
 	claimedAt := time.Now()
 	genAI := genAIAttrs(job, !w.cfg.MetricsWithoutTenant)
 	spans := newRunTrace(ctx, job.Model)
+	r.spans = spans
 	r.pub.onPublish = func(o events.Output, first bool) {
 		eventsPublished.Add(ctx, 1, engineAttr)
 		spans.observe(o)
@@ -166,11 +171,23 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 	defer release()
 	// The effort is clamped to the model before the engine starts, and the
 	// clamped one is what the run reports and its messages are stamped with.
-	effort := w.clampEffort(ctx, job)
+	effort, price := w.clampEffort(ctx, job)
+	r.price = price
 	req := engine.Request{Tenant: job.Tenant, RunID: job.RunID, SessionID: job.SessionID, ProjectID: job.ProjectID,
 		Workspace: workspace, ConfigDir: prep.configDir, Prompt: prep.prompt, Model: job.Model, Provider: job.Provider,
 		AccountID: job.AccountID, Effort: deref(effort, job.Effort), ResumeSessionID: job.ResumeSessionID, Interaction: r,
 		Permissions: r.policy}
+	if w.mcp != nil {
+		// The run's key to the bridge is forgotten when it ends. Its mcp
+		// tokens name its external servers: the bridge serves it no other.
+		url, remove := w.mcp.Register(bustoken.Claims{TenantID: job.Tenant, ProjectID: job.ProjectID, SessionID: job.SessionID,
+			RunID: job.RunID, Engine: string(job.Engine), Servers: prep.mcpServers}, job.DispatchToken)
+		defer remove()
+		req.MCPServers = append(req.MCPServers, engine.MCPServer{Name: MCPServerName, URL: url})
+		for _, slug := range prep.mcpServers {
+			req.MCPServers = append(req.MCPServers, engine.MCPServer{Name: slug, URL: url + "/ext/" + slug})
+		}
+	}
 	// The session's state comes first: a turn that ran without the files
 	// and engine session its chat left would run on a history nobody had.
 	prev, err := w.restore(ctx, eng, req, job)
@@ -181,7 +198,7 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 	if err := r.setRunning(prep.revision, effort); err != nil {
 		return events.RunFailed, "", err.Error(), events.KindInternal
 	}
-	runErr := w.metered(ctx, r, func() error { return eng.Run(ctx, req, r.emit) })
+	runErr := w.metered(ctx, r, engine.RetriesSilently(eng), func() error { return eng.Run(ctx, req, r.emit) })
 	cause := context.Cause(ctx)
 	if ctx.Err() == nil {
 		cause = nil
@@ -206,7 +223,10 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 			}
 		}
 	}
+	var budget *budgetStop
 	switch {
+	case errors.As(cause, &budget):
+		return events.RunFailed, events.StopBudget, budget.msg, events.KindBudgetExhausted
 	case errors.Is(cause, engine.ErrCancelled):
 		return events.RunCancelled, "cancelled by user", "", ""
 	case errors.Is(cause, errShutdown):
@@ -233,13 +253,20 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 const MeterGrace = 5 * time.Second
 
 // metered runs turn with the run's chat metered by the model proxies and
-// keeps what they counted on r.
-func (w *Worker) metered(ctx context.Context, r *run, turn func() error) error {
+// keeps what they counted on r; while it runs, the count so far goes out
+// as the run's usage events (reportUsage), and, for an engine whose agent
+// retries in silence, each failed model call as a retry notice.
+func (w *Worker) metered(ctx context.Context, r *run, silentRetries bool, turn func() error) error {
 	if w.proxies == nil {
 		return turn()
 	}
 	span := w.proxies.Begin(r.job.Tenant, r.job.SessionID)
+	if r.spans != nil {
+		span.Traced(r.spans.parent, providerName(r.job))
+	}
+	stop := w.reportUsage(ctx, r, span, silentRetries)
 	err := turn()
+	stop()
 	end, cancel := context.WithTimeout(context.WithoutCancel(ctx), MeterGrace)
 	defer cancel()
 	if u, ok := span.End(end); ok {

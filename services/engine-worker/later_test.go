@@ -39,6 +39,7 @@ func TestAnEngineReadyLaterIsOfferedAndWithdrawn(t *testing.T) {
 	}
 	release, remove, reinstall := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	later := func(ctx context.Context, ch engines.Changes) {
+		ch.Unready(events.EngineCodex, engines.NotResponding, "it did not answer in time")
 		for _, step := range []chan struct{}{release, remove, reinstall} {
 			select {
 			case <-step:
@@ -47,6 +48,7 @@ func TestAnEngineReadyLaterIsOfferedAndWithdrawn(t *testing.T) {
 			}
 			if step == remove {
 				ch.Withdraw(events.EngineCodex, "its binary is gone")
+				ch.Unready(events.EngineCodex, engines.NotInstalled, "reinstall it")
 				continue
 			}
 			ch.Offer(events.EngineCodex, enginetest.Factory(&enginetest.Answers{EngineType: events.EngineCodex}), "9.9.9")
@@ -84,13 +86,32 @@ func TestAnEngineReadyLaterIsOfferedAndWithdrawn(t *testing.T) {
 		}
 		return out
 	}
+	// unready is what the heartbeat says of codex's not being offered.
+	unready := func() string {
+		e, err := beats.Get(ctx, "w1")
+		if err != nil {
+			return ""
+		}
+		var info events.WorkerInfo
+		_ = json.Unmarshal(e.Value(), &info)
+		for _, p := range info.Unready {
+			if p.Engine == events.EngineCodex {
+				return p.State + ": " + p.Fix
+			}
+		}
+		return ""
+	}
 	waitUntil(t, "the worker advertises the scripted engine", func() bool { return advertised()[events.EngineScripted] != "" })
 	if v, ok := advertised()[events.EngineCodex]; ok {
 		t.Fatalf("codex advertised (%q) before it was ready", v)
 	}
+	waitUntil(t, "the heartbeat says why codex is not offered", func() bool { return unready() == "not-responding: it did not answer in time" })
 
 	close(release)
 	waitUntil(t, "the heartbeat advertises codex 9.9.9", func() bool { return advertised()[events.EngineCodex] == "9.9.9" })
+	if u := unready(); u != "" {
+		t.Errorf("codex is offered, but the heartbeat still says %q", u)
+	}
 	if _, err := jobs.Consumer(ctx, "engine-"+string(events.EngineCodex)); err != nil {
 		t.Errorf("no job consumer for codex: %v", err)
 	}
@@ -105,6 +126,7 @@ func TestAnEngineReadyLaterIsOfferedAndWithdrawn(t *testing.T) {
 		_, ok := advertised()[events.EngineCodex]
 		return !ok && advertised()[events.EngineScripted] != ""
 	})
+	waitUntil(t, "the heartbeat says codex's install is gone", func() bool { return unready() == "not-installed: reinstall it" })
 	waitUntil(t, "codex's endpoints are gone", func() bool {
 		_, err := nc.Request(subject, []byte(`{}`), time.Second)
 		return errors.Is(err, nats.ErrNoResponders)

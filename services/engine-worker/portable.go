@@ -31,7 +31,7 @@ import (
 
 // workspaceTree is the snapshot tree of the session's workspace; the
 // engine's session dirs are "state/<name>".
-const workspaceTree = "workspace"
+const workspaceTree = snapshot.WorkspaceTree
 
 // statePrefix prefixes the trees of an engine's session dirs.
 const statePrefix = "state/"
@@ -53,9 +53,13 @@ func (w *Worker) sessionWorkspace(job events.Job) (string, error) {
 	return dir, nil
 }
 
+// manifestMemo is how many manifest entries a worker keeps in memory
+// (about 200 bytes each): ten 20,000-file workspaces.
+const manifestMemo = 200_000
+
 // snapshots is the tenant's view of the snapshot store.
 func (w *Worker) snapshots(tenant string) *snapshot.Snapshots {
-	return &snapshot.Snapshots{Store: w.snapStore, Tenant: tenant, Cache: w.snapCache}
+	return &snapshot.Snapshots{Store: w.snapStore, Tenant: tenant, Cache: w.snapCache, Memo: w.snapMemo}
 }
 
 // readMarker returns the snapshot the workspace ws is a copy of, "" when
@@ -98,8 +102,9 @@ func stateTrees(eng engine.Engine, req engine.Request, session string) map[strin
 // restore makes the session's workspace and the engine's session dirs the
 // job's snapshot, unless the workspace already is a copy of it, and
 // returns the manifest the turn starts from (nil for a session with no
-// snapshot yet). After a restore the engine forgets what it held of the
-// session in memory: a warm process would go on from an older turn.
+// snapshot yet). Before a restore the engine forgets what it held of the
+// session in memory, stopping its warm processes: one would go on from an
+// older turn.
 func (w *Worker) restore(ctx context.Context, eng engine.Engine, req engine.Request, job events.Job) (*snapshot.Manifest, error) {
 	ctx, cancel := context.WithTimeout(ctx, captureTimeout)
 	defer cancel()
@@ -111,11 +116,11 @@ func (w *Worker) restore(ctx context.Context, eng engine.Engine, req engine.Requ
 		}
 		// HEAD moved to before any turn that left state: the session
 		// starts again from an empty workspace.
+		w.forget(eng, job)
 		if _, err := snaps.Restore(ctx, &snapshot.Manifest{Trees: map[string][]snapshot.Entry{workspaceTree: {}}},
 			map[string]string{workspaceTree: req.Workspace}); err != nil {
 			return nil, err
 		}
-		w.forget(eng, job)
 		return nil, writeMarker(req.Workspace, "")
 	}
 	m, err := snaps.Load(ctx, job.Snapshot)
@@ -142,10 +147,21 @@ func (w *Worker) restore(ctx context.Context, eng engine.Engine, req engine.Requ
 	if _, ok := wanted.Trees[workspaceTree]; !ok {
 		wanted.Trees[workspaceTree] = []snapshot.Entry{}
 	}
+	// A snapshot without the engine's session dirs (a project's base holds
+	// only the workspace) leaves those dirs as they are.
+	for name := range dirs {
+		if _, ok := wanted.Trees[name]; !ok {
+			delete(dirs, name)
+		}
+	}
 	owners := map[string]owner{}
 	for _, d := range dirs {
 		owners[d] = ownerOf(d)
 	}
+	// The chat's warm processes stop before their files are replaced: one
+	// would go on from what it holds in memory, or write over the restored
+	// files (a database it has open).
+	w.forget(eng, job)
 	started := time.Now()
 	st, err := snaps.Restore(ctx, wanted, dirs)
 	if err != nil {
@@ -157,7 +173,6 @@ func (w *Worker) restore(ctx context.Context, eng engine.Engine, req engine.Requ
 	}
 	w.log.InfoContext(ctx, "session restored from its snapshot", "snapshot", m.ID, "files", st.Files,
 		"bytes", st.Bytes, "fetched", st.NewFiles, "took", st.Took)
-	w.forget(eng, job)
 	return m, writeMarker(req.Workspace, m.ID)
 }
 

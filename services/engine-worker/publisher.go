@@ -246,7 +246,11 @@ func (p *publisher) publish(o events.Output) error {
 		msg.Header.Set(events.HeaderTraceParent, env.TraceParent)
 	}
 	if p.onPublish != nil {
-		_, isState := o.(events.RunState)
+		isState := false
+		switch o.(type) {
+		case events.RunState, events.RunUsage: // the worker's own, not the engine's output
+			isState = true
+		}
 		first := !isState && !p.published
 		p.published = p.published || !isState
 		p.onPublish(o, first)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -31,12 +32,19 @@ type run struct {
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
 	pub       *publisher
+	spans     *runTrace          // the run's spans, made from what it publishes
 	sub       *nats.Subscription // ctl.run.<run>.>
 	fenced    atomic.Bool
 	released  atomic.Bool            // the run ended and its lease is being deleted
 	policy    events.PermissionRules // the plan's merged rules
 
 	questions engine.Questions // what waits for the user, by tool use id
+	// asks are the ids of the bridge's ask_user calls the agent made, in
+	// order, for the bridge's ask request to park on (see serveTool);
+	// askDone says which of them already have their result (the bridge
+	// refused the call before asking), under mu.
+	asks    chan string
+	askDone map[string]bool
 
 	mu     sync.Mutex
 	state  events.RunStateName
@@ -45,6 +53,9 @@ type run struct {
 	// agent did not go through one. Only the run's own goroutine (handle)
 	// sets and reads it.
 	metered *events.TokenUsage
+	// price is the run's model's list price from the catalog, which
+	// prices its metered usage while it runs; nil when unknown.
+	price *events.ModelCost
 	// snapshot is the state the turn left (see Worker.capture); nil when
 	// none was taken.
 	snapshot *events.RunSnapshot
@@ -54,12 +65,66 @@ type run struct {
 // tool_use is published: a client may answer the moment it sees it.
 func (r *run) emit(o events.Output) error {
 	r.questions.Saw(o)
+	r.sawAsks(o)
 	if res, ok := o.(events.Result); ok {
 		r.mu.Lock()
 		r.result = &res
 		r.mu.Unlock()
 	}
 	return r.pub.emit(o)
+}
+
+// sawAsks keeps the ids of the agent's ask_user calls for the bridge's ask
+// requests, and notes those whose result came out without one.
+func (r *run) sawAsks(o events.Output) {
+	switch m := o.(type) {
+	case events.AssistantMessage:
+		for _, b := range m.Content {
+			if tu, ok := b.(events.ToolUseBlock); ok && tu.Name == AskToolName {
+				r.mu.Lock()
+				if r.askDone == nil {
+					r.askDone = map[string]bool{}
+				}
+				r.askDone[tu.ID] = false
+				r.mu.Unlock()
+				select {
+				case r.asks <- tu.ID:
+				default: // more asks than one turn makes: the bridge's wait fails
+				}
+			}
+		}
+	case events.UserMessage:
+		for _, b := range m.Content {
+			if tr, ok := b.(events.ToolResultBlock); ok {
+				r.mu.Lock()
+				if _, ok := r.askDone[tr.ToolUseID]; ok {
+					r.askDone[tr.ToolUseID] = true
+				}
+				r.mu.Unlock()
+			}
+		}
+	}
+}
+
+// nextAsk is the oldest of the agent's ask_user calls still without a
+// result, waiting up to askSeenWait for one.
+func (r *run) nextAsk() (string, error) {
+	timeout := time.After(askSeenWait)
+	for {
+		select {
+		case id := <-r.asks:
+			r.mu.Lock()
+			done := r.askDone[id]
+			r.mu.Unlock()
+			if !done {
+				return id, nil
+			}
+		case <-r.ctx.Done():
+			return "", errors.New("the run ended")
+		case <-timeout:
+			return "", errors.New("the engine did not report this ask_user call")
+		}
+	}
 }
 
 // setState records and publishes a run state change.

@@ -25,8 +25,9 @@ const QueueGroup = "engine-worker"
 // generateTimeout bounds one structured generation.
 const generateTimeout = 3 * time.Minute
 
-// serveEngines answers svc.engine.<engine>.models and .generate for every
-// engine this worker offers, until ctx ends; an engine offered later gets
+// serveEngines answers svc.engine.source.clone and .push, and
+// svc.engine.<engine>.models and .generate for every engine this worker
+// offers, until ctx ends; an engine offered later gets
 // its endpoints when it is (setVersion). A micro service cannot drop an
 // endpoint, so when an engine is withdrawn the service is made again
 // without it.
@@ -40,10 +41,12 @@ func (w *Worker) serveEngines(ctx context.Context) error {
 		srv := svc.NewServer(ctx, w.bus, s, w.cfg.Tokens.Verifier()) // stops the service when ctx ends
 		w.vmu.Lock()
 		w.endpoints, w.server, w.served = s, srv, map[events.EngineType]bool{}
+		err = w.addSourceEndpoints(s, srv)
 		for typ := range w.versions {
-			if err = w.addEndpoints(typ); err != nil {
+			if err != nil {
 				break
 			}
+			err = w.addEndpoints(typ)
 		}
 		w.vmu.Unlock()
 		again := false

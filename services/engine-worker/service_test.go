@@ -22,6 +22,8 @@ import (
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/logging"
 	"clopen.dev/pkg/platform/natstest"
+	"clopen.dev/pkg/platform/snapshot"
+	"clopen.dev/pkg/platform/snapshot/snapshottest"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/enginetest"
@@ -58,6 +60,9 @@ func newEngineEnv(t *testing.T) *engineEnv {
 		t.Fatal(err)
 	}
 	e.w = w
+	if w.snapStore, err = snapshot.ObjectStore(context.Background(), artJS, events.BucketSnapshots, 1); err != nil {
+		t.Fatal(err)
+	}
 	for _, typ := range w.pool.Types() {
 		w.versions[typ] = "test"
 	}
@@ -255,13 +260,13 @@ func TestGenerateEndpoint(t *testing.T) {
 
 	// Bad input is a clear 400.
 	for name, req := range map[string]events.GenerateRequest{
-		"schema not an object":     {Schema: json.RawMessage(`[]`), Prompt: "x"},
-		"schema of a string":       {Schema: json.RawMessage(`{"type":"string"}`), Prompt: "x"},
-		"no prompt":                {Schema: json.RawMessage(commitSchema)},
-		"unknown generator":        {Generator: "poem"},
-		"generator and own schema": {Generator: events.ArtifactSkill, Input: "x", Schema: json.RawMessage(commitSchema)},
-		"draft without a purpose":  {Generator: events.ArtifactSkill},
-		"git without a project":    {Generator: events.GenerateCommitMessage},
+		"schema not an object":      {Schema: json.RawMessage(`[]`), Prompt: "x"},
+		"schema of a string":        {Schema: json.RawMessage(`{"type":"string"}`), Prompt: "x"},
+		"no prompt":                 {Schema: json.RawMessage(commitSchema)},
+		"unknown generator":         {Generator: "poem"},
+		"generator and own schema":  {Generator: events.ArtifactSkill, Input: "x", Schema: json.RawMessage(commitSchema)},
+		"draft without a purpose":   {Generator: events.ArtifactSkill},
+		"changes without a session": {Generator: events.GenerateCommitMessage},
 	} {
 		req.Caller, req.Engine = ctx, events.EngineCodex
 		_, err := e.generate(t, req)
@@ -276,34 +281,34 @@ func TestGenerateEndpoint(t *testing.T) {
 	wantAPIError(t, "no catalog", err, http.StatusServiceUnavailable, "unavailable")
 }
 
-func TestGitGenerators(t *testing.T) {
+// captureWorkspace writes files (path: content) into dir and captures it
+// as the tenant's workspace tree, from prev.
+func (e *engineEnv) captureWorkspace(t *testing.T, tenant, dir string, prev *snapshot.Manifest, files map[string]string) *snapshot.Manifest {
+	t.Helper()
+	return snapshottest.Workspace(t, e.w.snapshots(tenant), dir, prev, files)
+}
+
+func TestChangeGenerators(t *testing.T) {
 	e := newEngineEnv(t)
-	tA, project := uuid.NewString(), uuid.NewString()
-	dir := filepath.Join(e.w.cfg.Workspaces, tA, project)
-	req := events.GenerateRequest{Caller: caller(tA), Engine: events.EngineCodex, ProjectID: project, Generator: events.GenerateCommitMessage}
+	tA, tB, session := uuid.NewString(), uuid.NewString(), uuid.NewString()
+	dir := t.TempDir()
+	base := e.captureWorkspace(t, tA, dir, nil, map[string]string{"README.md": "# Demo\n"})
+	head := e.captureWorkspace(t, tA, dir, base, map[string]string{"login.go": "package login\n\nfunc Login() {}\n"})
+	req := events.GenerateRequest{Caller: caller(tA), Engine: events.EngineCodex, Generator: events.GenerateCommitMessage, SessionID: session, From: base.ID}
 	_, err := e.generate(t, req)
-	wantAPIError(t, "no workspace", err, http.StatusBadRequest, "invalid_request")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	_, err = e.generate(t, req)
-	wantAPIError(t, "not a repository", err, http.StatusBadRequest, "invalid_request")
-	run := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.test", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.test")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
-	run("init", "-q")
+	wantAPIError(t, "no head", err, http.StatusBadRequest, "invalid_request")
+	req.To = base.ID
 	_, err = e.generate(t, req)
 	wantAPIError(t, "no changes", err, http.StatusBadRequest, "invalid_request")
+	req.To = strings.Repeat("0", 64)
+	_, err = e.generate(t, req)
+	wantAPIError(t, "unknown snapshot", err, http.StatusNotFound, "not_found")
+	other := req
+	other.Caller, other.To = caller(tB), head.ID
+	_, err = e.generate(t, other)
+	wantAPIError(t, "another tenant's snapshot", err, http.StatusNotFound, "not_found")
 
-	if err := os.WriteFile(filepath.Join(dir, "login.go"), []byte("package login\n\nfunc Login() {}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	run("add", "login.go")
+	req.To = head.ID
 	e.codex.Text = `{"message":"Add the login package"}`
 	rep, err := e.generate(t, req)
 	if err != nil || string(rep.Output) != `{"message":"Add the login package"}` {
@@ -311,15 +316,20 @@ func TestGitGenerators(t *testing.T) {
 	}
 	turn := e.codex.Requests()[len(e.codex.Requests())-1]
 	prompt := turn.PromptText()
-	if !strings.Contains(prompt, "A  login.go") || !strings.Contains(prompt, "+func Login() {}") || turn.Workspace != dir {
-		t.Errorf("the engine ran in %s with prompt %q; want the workspace, its status and staged diff", turn.Workspace, prompt)
+	if !strings.Contains(prompt, "added login.go (+3 -0)") || !strings.Contains(prompt, "+func Login() {}") || strings.Contains(prompt, "README") ||
+		!strings.HasPrefix(turn.Workspace, filepath.Join(e.w.cfg.Workspaces, tA, ".generate-")) {
+		t.Errorf("the engine ran in %s with prompt %q; want a scratch dir and the session's changed files and diff", turn.Workspace, prompt)
 	}
 
 	e.codex.Text = `{"name":"Feat: Add the LOGIN page!!"}`
 	req.Generator = events.GenerateBranchName
+	req.From = "" // from an empty workspace: everything is added
 	rep, err = e.generate(t, req)
 	if err != nil || string(rep.Output) != `{"name":"feat-add-the-login-page"}` {
 		t.Errorf("branch name = %s, %v", rep.Output, err)
+	}
+	if prompt := e.codex.Requests()[len(e.codex.Requests())-1].PromptText(); !strings.Contains(prompt, "added README.md (+1 -0)") {
+		t.Errorf("branch name prompt from nothing = %q", prompt)
 	}
 }
 
@@ -368,7 +378,7 @@ func TestClampEffortOfARun(t *testing.T) {
 		{"the scripted engine has no knob", events.EngineScripted, "scripted/hello", "high", "", false},
 	}
 	for _, tt := range tests {
-		got := w.clampEffort(context.Background(), events.Job{Tenant: "t1", Engine: tt.engine, Model: tt.model, Effort: tt.give})
+		got, _ := w.clampEffort(context.Background(), events.Job{Tenant: "t1", Engine: tt.engine, Model: tt.model, Effort: tt.give})
 		if (got == nil) != tt.wantNil || (got != nil && *got != tt.want) {
 			t.Errorf("%s: clampEffort = %v, want %q (nil: %v)", tt.name, deref(got, "<nil>"), tt.want, tt.wantNil)
 		}

@@ -30,6 +30,17 @@ func newRunTrace(ctx context.Context, model string) *runTrace {
 	return t
 }
 
+// parent is the context a model call the proxy sees now belongs under:
+// the chat span of the answer being awaited, else the run's.
+func (t *runTrace) parent() context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.last != nil {
+		return trace.ContextWithSpan(t.ctx, t.last)
+	}
+	return t.ctx
+}
+
 // openChat starts the span of the next model answer.
 func (t *runTrace) openChat() {
 	_, t.last = tracer.Start(t.ctx, "chat "+t.model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(

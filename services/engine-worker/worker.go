@@ -13,6 +13,8 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +34,7 @@ import (
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/scripted"
+	"clopen.dev/services/engine-worker/internal/mcpproxy"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"clopen.dev/services/engine-worker/internal/sandbox"
 )
@@ -63,21 +66,41 @@ type Config struct {
 	// ShutdownGrace is how long a stopping worker lets interrupted runs end
 	// before it cancels them.
 	ShutdownGrace time.Duration
+	// PreferFor is how long after a job is queued this worker leaves it to
+	// the worker holding its session's snapshot (prefer.go); 0 never does.
+	PreferFor time.Duration
+	// UsageEvery is how often a running turn's metered usage goes out as a
+	// usage event while it changes (budgets stop a turn from it); 0 means
+	// DefaultUsageEvery.
+	UsageEvery time.Duration
 	// ScenarioDir holds extra scenarios for the scripted engine.
 	ScenarioDir string
 	// MetricsWithoutTenant leaves the tenant out of the GenAI metrics'
 	// attributes (CLOPEN_METRICS_TENANT=off), for a fleet with so many
 	// tenants that a series each is too many.
 	MetricsWithoutTenant bool
+	// GitAllowLocal lets a project's repository be a local path or file://
+	// URL (CLOPEN_GIT_ALLOW_LOCAL=on): for tests and `clopen dev` only,
+	// since it lets a tenant read the worker's disk.
+	GitAllowLocal bool
+	// GitCAFile, when set, is a PEM bundle git trusts for https remotes
+	// (CLOPEN_GIT_CA_FILE), for a forge behind a private CA.
+	GitCAFile string
 	// Tokens hold the caller tokens' public key (TokenKeys): the worker
 	// serves the gateway's catalog and generation requests only with it.
 	// A run's own token comes with its job (events.Job.DispatchToken).
+	// With MCPBridgeURL they also hold the mcp tokens' signing key.
 	Tokens bustoken.Keys
+	// MCPBridgeURL is the MCP bridge's base URL (CLOPEN_MCP_BRIDGE_URL):
+	// every run gets its internal tools as the MCP server "clopen",
+	// through the worker's MCP proxy. Empty gives runs no bridge.
+	MCPBridgeURL string
 }
 
-// TokenKeys are the bus token keys a worker needs: it verifies the
-// gateway's caller tokens on its engine endpoints.
-var TokenKeys = bustoken.Need{CallerPubKey: true}
+// TokenKeys are the bus token keys a worker is given: it verifies the
+// gateway's caller tokens on its engine endpoints, and signs its runs'
+// mcp tokens (needed only with an MCP bridge).
+var TokenKeys = bustoken.Need{CallerPubKey: true, MCPKey: true}
 
 // DefaultConfig returns the configuration `clopen dev` uses.
 func DefaultConfig() Config {
@@ -89,6 +112,7 @@ func DefaultConfig() Config {
 		Workspaces:    filepath.Join(os.TempDir(), "clopen-workspaces"),
 		Coalesce:      30 * time.Millisecond,
 		ShutdownGrace: 3 * time.Second,
+		PreferFor:     DefaultPreferFor,
 	}
 }
 
@@ -118,6 +142,9 @@ type Deps struct {
 	// (engines.Sandboxing's): each run's usage as they metered it goes on
 	// its terminal event. Nil meters nothing.
 	Proxies *modelproxy.Pool
+	// MCP, when set, is the MCP proxy of the confined agents
+	// (engines.Sandboxing's); nil with an MCP bridge makes a loopback one.
+	MCP *mcpproxy.Proxy
 }
 
 // Worker runs jobs. Build one with New; Run serves until ctx ends.
@@ -137,20 +164,24 @@ type Worker struct {
 	known                map[events.EngineType]string // Deps.Versions
 	later                func(context.Context, engines.Changes)
 	proxies              *modelproxy.Pool
+	mcp                  *mcpproxy.Proxy // nil: runs get no MCP bridge
 
 	// snapStore holds the sessions' snapshots (Run binds it), snapCache
-	// the content hashes of what this worker captured.
+	// the content hashes of what this worker captured, snapMemo the
+	// manifests it loaded or captured last.
 	snapStore snapshot.Store
 	snapCache *snapshot.Cache
+	snapMemo  *snapshot.Memo
 
 	catalogs     catalogCache
 	artifactRevs sync.Map // tenant -> the last artifact revision applied
 
 	vmu       sync.Mutex
-	versions  map[events.EngineType]string // the engines offered, with their versions
-	endpoints micro.Service                // the engine endpoints, once served
-	server    *svc.Server                  // runs their requests
-	served    map[events.EngineType]bool   // the engines endpoints has
+	versions  map[events.EngineType]string               // the engines offered, with their versions
+	unready   map[events.EngineType]events.EngineProblem // the engines not offered, and why
+	endpoints micro.Service                              // the engine endpoints, once served
+	server    *svc.Server                                // runs their requests
+	served    map[events.EngineType]bool                 // the engines endpoints has
 	pulls     map[events.EngineType]context.CancelFunc
 	reserve   chan struct{} // makes serveEngines build its service again
 
@@ -168,8 +199,12 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	if err := events.ValidToken(cfg.ID); err != nil {
 		return nil, fmt.Errorf("worker id: %w", err)
 	}
-	if err := cfg.Tokens.Check(TokenKeys); err != nil {
+	if err := cfg.Tokens.Check(bustoken.Need{CallerPubKey: true, MCPKey: cfg.MCPBridgeURL != ""}); err != nil {
 		return nil, fmt.Errorf("engine-worker: %w", err)
+	}
+	mcp, err := mcpProxy(cfg, d.MCP)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.EngineConfig == "" {
 		cfg.EngineConfig = filepath.Join(filepath.Dir(filepath.Clean(cfg.Workspaces)), "engine-config")
@@ -210,8 +245,30 @@ func New(cfg Config, d Deps) (*Worker, error) {
 	return &Worker{cfg: cfg, nc: control, bus: d.NATS, js: js, cjs: cjs, log: d.Logger, health: d.Health, pool: engine.NewPool(factories),
 		slots: make(chan struct{}, cfg.Capacity), runs: map[string]*run{}, ctl: make(chan *nats.Msg, 1024),
 		versions: map[events.EngineType]string{}, known: maps.Clone(d.Versions), later: d.Later,
-		proxies: d.Proxies, snapCache: cache,
+		proxies: d.Proxies, mcp: mcp, snapCache: cache, snapMemo: snapshot.NewMemo(manifestMemo),
 		pulls: map[events.EngineType]context.CancelFunc{}, reserve: make(chan struct{}, 1)}, nil
+}
+
+// mcpProxy is the proxy through which runs reach cfg.MCPBridgeURL: have,
+// or a loopback one for unconfined agents; nil without a bridge.
+func mcpProxy(cfg Config, have *mcpproxy.Proxy) (*mcpproxy.Proxy, error) {
+	if cfg.MCPBridgeURL == "" {
+		return nil, nil
+	}
+	signer, err := cfg.Tokens.MCPSigner()
+	if err != nil {
+		return nil, err
+	}
+	p := have
+	if p == nil {
+		if p, err = mcpproxy.ListenLoopback(); err != nil {
+			return nil, err
+		}
+	}
+	if err := p.Configure(cfg.MCPBridgeURL, signer); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Run serves until ctx ends, then stops pulling, interrupts its runs, cancels
@@ -280,6 +337,7 @@ func (w *Worker) Run(ctx context.Context) error {
 					g.Go(func() error { return w.pull(pctx, runsCtx, &runWG, typ, c) })
 				},
 				Withdraw: func(typ events.EngineType, why string) { w.withdraw(gctx, typ, why) },
+				Unready:  func(typ events.EngineType, st engines.State, fix string) { w.setUnready(gctx, typ, st, fix) },
 			})
 			return nil
 		})
@@ -427,6 +485,32 @@ func (w *Worker) setVersion(typ events.EngineType, version string) error {
 }
 
 // engineVersions returns the engines offered, with their versions.
+// setUnready records why typ is not offered and beats at once, so the
+// gateway can say it (GET /v1/engines).
+func (w *Worker) setUnready(ctx context.Context, typ events.EngineType, st engines.State, fix string) {
+	w.vmu.Lock()
+	if w.unready == nil {
+		w.unready = map[events.EngineType]events.EngineProblem{}
+	}
+	w.unready[typ] = events.EngineProblem{Engine: typ, State: string(st), Fix: fix}
+	w.vmu.Unlock()
+	w.heartbeat(ctx)
+}
+
+// unreadyEngines returns the engines not offered, in name order.
+func (w *Worker) unreadyEngines() []events.EngineProblem {
+	w.vmu.Lock()
+	defer w.vmu.Unlock()
+	out := make([]events.EngineProblem, 0, len(w.unready))
+	for typ, p := range w.unready {
+		if _, offered := w.versions[typ]; !offered {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b events.EngineProblem) int { return strings.Compare(string(a.Engine), string(b.Engine)) })
+	return out
+}
+
 func (w *Worker) engineVersions() map[events.EngineType]string {
 	w.vmu.Lock()
 	defer w.vmu.Unlock()
@@ -561,7 +645,7 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	setup.Accounts = ArtifactAccounts(p.NATS)
 	offered, versions, pending := engines.Offer(ctx, setup)
 	w, err := New(cfg, Deps{NATS: p.NATS, Control: control, Logger: p.Logger, Health: p.Health, Engines: offered, Versions: versions,
-		Later: pending.Watch, Proxies: setup.ModelProxies()})
+		Later: pending.Watch, Proxies: setup.ModelProxies(), MCP: setup.MCPProxy()})
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,13 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"clopen.dev/pkg/platform/audit"
+	"clopen.dev/pkg/platform/pgdb"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/identity"
 )
@@ -31,7 +35,7 @@ func CreateUser(ctx context.Context, db *pgxpool.Pool, tenantSlug string, in api
 	if err != nil {
 		return api.User{}, err
 	}
-	return s.CreateUser(ctx, t.ID, in)
+	return s.CreateUser(ctx, audit.Operator, t.ID, in)
 }
 
 // CreateKey mints an API key for the user with email in the tenant with
@@ -46,5 +50,18 @@ func CreateKey(ctx context.Context, db *pgxpool.Pool, tenantSlug, email, name st
 	if err != nil {
 		return api.NewAPIKey{}, err
 	}
-	return s.CreateKey(ctx, t.ID, u.ID, name, nil)
+	return s.CreateKey(ctx, audit.Operator, t.ID, u.ID, name, nil)
+}
+
+// LiveSnapshots adds to live the snapshots tenant's projects still need:
+// their bases. A snapshot garbage collection keeps these.
+func LiveSnapshots(ctx context.Context, db *pgxpool.Pool, tenant string, live map[string]bool) error {
+	if _, err := uuid.Parse(tenant); err != nil {
+		return nil // not a tenant id: no project of it here
+	}
+	rows, err := db.Query(ctx, `SELECT base_snapshot_id FROM gateway.projects WHERE tenant_id = $1 AND base_snapshot_id IS NOT NULL`, tenant)
+	if err != nil {
+		return fmt.Errorf("live snapshots: %w", err)
+	}
+	return pgdb.AddTo(rows, live)
 }

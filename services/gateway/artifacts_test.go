@@ -17,13 +17,14 @@ import (
 )
 
 // artifactsFix is one tenant's artifacts, made by its admin: a skill, a
-// subagent, a profile holding the skill, a provider with an account, and
-// the project's instructions, permissions and default profile.
+// subagent, a profile holding the skill, a provider with an account, an
+// MCP server of the tenant and one of the project (both slug mcp), and the
+// project's instructions, permissions and default profile.
 type artifactsFix struct {
-	skill, subagent string
-	profile         events.Profile
-	provider        events.Provider
-	account         events.Account
+	skill, subagent, mcp string
+	profile              events.Profile
+	provider             events.Provider
+	account              events.Account
 }
 
 const fixCredential = "sk-fixture-credential"
@@ -59,6 +60,13 @@ func (e *env) newArtifacts(t *testing.T, f tenantFix) artifactsFix {
 	must("profile permissions", err)
 	_, err = c.SetDefaultProfile(ctx, f.project.ID, art.profile.ID)
 	must("default profile", err)
+	_, err = c.CreateMCPServer(ctx, client.Layer{}, api.MCPServerInput{Slug: "docs", Transport: events.MCPHTTP,
+		URL: "https://mcp.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer " + fixCredential}})
+	must("tenant MCP server", err)
+	_, err = c.CreateMCPServer(ctx, client.Layer{ProjectID: f.project.ID}, api.MCPServerInput{Slug: "docs", Transport: events.MCPStdio,
+		Command: "docs-server", Env: map[string]string{"TOKEN": fixCredential}})
+	must("project MCP server", err)
+	art.mcp = "docs"
 	return art
 }
 
@@ -94,6 +102,12 @@ func (art artifactsFix) unchanged(t *testing.T, f tenantFix) {
 	if d, err := c.DefaultProfile(ctx, f.project.ID); err != nil || d.ProfileID != art.profile.ID {
 		t.Errorf("default profile = %+v, %v", d, err)
 	}
+	if m, err := c.MCPServer(ctx, client.Layer{}, art.mcp); err != nil || m.URL != "https://mcp.example.com/mcp" || len(m.HeaderNames) != 1 {
+		t.Errorf("tenant MCP server = %+v, %v", m, err)
+	}
+	if m, err := c.MCPServer(ctx, client.Layer{ProjectID: f.project.ID}, art.mcp); err != nil || m.Command != "docs-server" || len(m.EnvNames) != 1 {
+		t.Errorf("project MCP server = %+v, %v", m, err)
+	}
 	if g, err := c.Permissions(ctx, client.Layer{}); err != nil || len(g.Allow)+len(g.Deny) != 0 {
 		t.Errorf("global permissions = %+v, %v; want none", g, err)
 	}
@@ -101,7 +115,7 @@ func (art artifactsFix) unchanged(t *testing.T, f tenantFix) {
 
 // artifactTags are the route table's artifacts groups.
 var artifactTags = map[string]bool{"skills": true, "subagents": true, "instructions": true, "permissions": true,
-	"profiles": true, "accounts": true, "artifacts": true}
+	"profiles": true, "accounts": true, "artifacts": true, "mcp": true}
 
 // TestArtifactsAuthorization walks every artifacts route of the table: a
 // member of the tenant in no project reads the tenant-wide artifacts and
@@ -150,6 +164,14 @@ func TestArtifactsAuthorization(t *testing.T) {
 // rawBody sends a request and returns the status and the raw reply.
 func rawBody(t *testing.T, method, url, key string, body []byte) (int, []byte) {
 	t.Helper()
+	status, _, data := send(t, method, url, key, body)
+	return status, data
+}
+
+// send sends a request with a bearer key and returns the status, the
+// headers and the raw reply.
+func send(t *testing.T, method, url, key string, body []byte) (int, http.Header, []byte) {
+	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +186,7 @@ func rawBody(t *testing.T, method, url, key string, body []byte) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return resp.StatusCode, data
+	return resp.StatusCode, resp.Header, data
 }
 
 func TestSkillsREST(t *testing.T) {

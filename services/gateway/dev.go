@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"clopen.dev/pkg/platform/audit"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
 	"clopen.dev/services/gateway/internal/identity"
@@ -43,7 +44,7 @@ func EnsureDevAccount(ctx context.Context, db *pgxpool.Pool, keyFile string) (st
 	}
 	u, err := s.UserByEmail(ctx, t.ID, DevEmail)
 	if errors.Is(err, apierr.ErrNotFound) {
-		u, err = s.CreateUser(ctx, t.ID, api.CreateUser{Email: DevEmail, Name: devUserName, Role: api.RoleAdmin})
+		u, err = s.CreateUser(ctx, audit.Operator, t.ID, api.CreateUser{Email: DevEmail, Name: devUserName, Role: api.RoleAdmin})
 	}
 	if err != nil {
 		return "", fmt.Errorf("dev user: %w", err)
@@ -52,7 +53,7 @@ func EnsureDevAccount(ctx context.Context, db *pgxpool.Pool, keyFile string) (st
 	if err := ensureProject(ctx, s, p); err != nil {
 		return "", err
 	}
-	k, err := s.CreateKey(ctx, t.ID, u.ID, devKeyName, nil)
+	k, err := s.CreateKey(ctx, audit.Operator, t.ID, u.ID, devKeyName, nil)
 	if err != nil {
 		return "", fmt.Errorf("dev api key: %w", err)
 	}

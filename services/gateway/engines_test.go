@@ -20,12 +20,19 @@ import (
 // workers do (the gateway only reads it).
 func (e *env) heartbeat(t *testing.T, id string, beat time.Time, engines ...events.EngineStatus) {
 	t.Helper()
+	e.beat(t, events.WorkerInfo{ID: id, Engines: engines, Capacity: 1, StartedAt: beat, BeatAt: beat})
+}
+
+// beat writes a worker's whole heartbeat.
+func (e *env) beat(t *testing.T, w events.WorkerInfo) {
+	t.Helper()
 	ctx := context.Background()
 	kv, err := e.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: events.BucketWorkers, TTL: 15 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(events.WorkerInfo{ID: id, Engines: engines, Capacity: 1, StartedAt: beat, BeatAt: beat})
+	id := w.ID
+	b, _ := json.Marshal(w)
 	if _, err := kv.Put(ctx, id, b); err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +81,24 @@ func TestEnginesReadiness(t *testing.T) {
 	if s := r[events.EngineScripted]; s.Message != "" {
 		t.Errorf("scripted is ready but says %q", s.Message)
 	}
+
+	// A worker that checked an engine it does not offer says why.
+	e.beat(t, events.WorkerInfo{ID: "w0", Capacity: 1, StartedAt: now, BeatAt: now,
+		Engines: []events.EngineStatus{{Engine: events.EngineScripted, Version: "1.0.0"}},
+		Unready: []events.EngineProblem{
+			{Engine: events.EngineCodex, State: "needs-account", Fix: "no OpenAI key: set OPENAI_API_KEY or add an account"},
+			{Engine: events.EngineClaudeCode, State: "not-installed", Fix: "run clopen engines install claude-code"},
+		}})
+	r = readiness(t, a.member.c)
+	if c := r[events.EngineCodex]; c.Ready || c.State != "needs-account" || c.Message != "needs-account: no OpenAI key: set OPENAI_API_KEY or add an account" {
+		t.Errorf("codex = %+v, want not ready saying why, as the worker found it", c)
+	}
+	if c := r[events.EngineClaudeCode]; !c.Ready || c.State != "" || c.Message != "" {
+		t.Errorf("claude-code = %+v: another worker offers it, so it is ready whatever one worker lacks", c)
+	}
+	if c := r[events.EngineGemini]; c.Ready || c.State != "" || !strings.Contains(c.Message, "clopen engines doctor") {
+		t.Errorf("gemini = %+v: no worker reports on it, want where to look", c)
+	}
 }
 
 // TestModelsAndGeneratorsWithoutWorkers: no worker with the engine is an
@@ -97,13 +122,24 @@ func TestModelsAndGeneratorsWithoutWorkers(t *testing.T) {
 	wantStatus(t, "no engine", err, http.StatusBadRequest)
 
 	_, err = a.member.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted})
+	wantStatus(t, "commit message without a session", err, http.StatusBadRequest)
+	b := e.newTenant(t, "bolt")
+	_, err = a.member.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted, SessionID: b.session.ID})
+	wantStatus(t, "commit message for another tenant's session", err, http.StatusNotFound)
+	elsewhere, err := a.admin.c.CreateProject(ctx, api.CreateProject{Name: "elsewhere"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.admin.c.GenerateCommitMessage(ctx, elsewhere.ID, api.Generate{Engine: events.EngineScripted, SessionID: a.session.ID})
+	wantStatus(t, "commit message for a session of another project", err, http.StatusNotFound)
+	_, err = a.member.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted, SessionID: a.session.ID})
 	var apiErr *events.APIError
 	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusServiceUnavailable || apiErr.Message != "no worker has scripted ready" {
 		t.Errorf("commit message without a worker: err = %v, want 503 naming the engine", err)
 	}
-	_, err = a.member.c.GenerateBranchName(ctx, a.project.ID, api.Generate{Engine: "gpt"})
+	_, err = a.member.c.GenerateBranchName(ctx, a.project.ID, api.Generate{Engine: "gpt", SessionID: a.session.ID})
 	wantStatus(t, "branch name on an unknown engine", err, http.StatusBadRequest)
-	_, err = a.outsider.c.GenerateBranchName(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted})
+	_, err = a.outsider.c.GenerateBranchName(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted, SessionID: a.session.ID})
 	wantStatus(t, "branch name in a project the caller is not in", err, http.StatusNotFound)
 	_, err = a.member.c.GenerateDraft(ctx, events.ArtifactSkill, api.GenerateDraft{Engine: events.EngineScripted, Purpose: "review diffs"})
 	wantStatus(t, "draft without a worker", err, http.StatusServiceUnavailable)

@@ -18,10 +18,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
+	"clopen.dev/pkg/platform/snapshot"
 	"clopen.dev/services/gateway/internal/artifacts"
 	"clopen.dev/services/gateway/internal/auth"
 	"clopen.dev/services/gateway/internal/chats"
@@ -29,6 +32,7 @@ import (
 	"clopen.dev/services/gateway/internal/httpapi"
 	"clopen.dev/services/gateway/internal/identity"
 	"clopen.dev/services/gateway/internal/live"
+	"clopen.dev/services/gateway/internal/webui"
 )
 
 // Name is the service name on the bus and in logs.
@@ -38,10 +42,14 @@ const Name = "gateway"
 type Config struct {
 	Addr string // HTTP listen address
 
-	MaxBodyBytes   int64   // REST request bodies; larger is 413 too_large
-	MaxPromptBytes int     // the text of one prompt (REST or WebSocket); larger is 413 too_large
-	RateLimit      float64 // requests (and WebSocket frames) per second per API key
-	RateBurst      int     // requests a key may make at once
+	MaxBodyBytes   int64 // REST request bodies; larger is 413 too_large
+	MaxPromptBytes int   // the text of one prompt (REST or WebSocket); larger is 413 too_large
+	MaxFileBytes   int64 // one file read from a session's workspace; larger is 413 too_large
+	// MaxArchiveBytes bounds an uploaded project archive
+	// (CLOPEN_MAX_ARCHIVE_BYTES); larger is 413 too_large.
+	MaxArchiveBytes int64
+	RateLimit       float64 // requests (and WebSocket frames) per second per API key
+	RateBurst       int     // requests a key may make at once
 
 	WSReadLimit    int64         // largest WebSocket client frame
 	WSQueueSize    int           // outbound frames queued per connection before it is a slow consumer
@@ -72,6 +80,15 @@ type Config struct {
 	// signs one for its principal into every service call, and does not
 	// start without it.
 	Tokens bustoken.Keys
+
+	// Replicas is the replication of the snapshots object store, should
+	// the gateway be the first to need it (CLOPEN_STREAM_REPLICAS; 0 is 1).
+	Replicas int
+
+	// DevKeyFile, set by clopen dev, is the development key's file: the web
+	// app on this machine signs in with it without asking (POST
+	// /v1/session/dev). Empty everywhere else.
+	DevKeyFile string
 }
 
 // TokenKeys are the bus token keys the gateway needs: it signs the caller
@@ -84,8 +101,9 @@ func DefaultConfig() Config {
 	a := auth.DefaultConfig()
 	return Config{
 		Addr:         "127.0.0.1:8420",
-		MaxBodyBytes: h.MaxBodyBytes, MaxPromptBytes: h.MaxPromptBytes,
-		RateLimit: a.Rate, RateBurst: a.Burst,
+		MaxBodyBytes: h.MaxBodyBytes, MaxPromptBytes: h.MaxPromptBytes, MaxArchiveBytes: h.MaxArchiveBytes,
+		MaxFileBytes: h.MaxFileBytes,
+		RateLimit:    a.Rate, RateBurst: a.Burst,
 		WSReadLimit: w.ReadLimit, WSQueueSize: w.QueueSize, WSSlowGrace: w.SlowGrace,
 		WSWriteTimeout: w.WriteTimeout, WSPingInterval: w.PingInterval,
 		WSMaxPerKey: w.MaxPerKey, WSMaxPerTenant: w.MaxPerTenant,
@@ -129,6 +147,10 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	ch := chats.New(bus, store, chats.Config{StartTimeout: cfg.StartTimeout})
 	arts := artifacts.New(bus, store)
 	eng := engines.New(d.NATS, bus, store)
+	snaps, err := snapshotStore(d.NATS, cfg.Replicas)
+	if err != nil {
+		return err
+	}
 	hub, err := live.New(live.Config{
 		ReadLimit: cfg.WSReadLimit, QueueSize: cfg.WSQueueSize, SlowGrace: cfg.WSSlowGrace, WriteTimeout: cfg.WSWriteTimeout,
 		PingInterval: cfg.WSPingInterval, MaxPromptBytes: cfg.MaxPromptBytes, OriginPatterns: cfg.WSOrigins,
@@ -137,9 +159,15 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	if err != nil {
 		return fmt.Errorf("websocket hub: %w", err)
 	}
-	rest := httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxPromptBytes: cfg.MaxPromptBytes}, httpapi.Deps{
+	ui, err := webui.New()
+	if err != nil {
+		hub.Close(0)
+		return err
+	}
+	rest := httpapi.New(httpapi.Config{MaxBodyBytes: cfg.MaxBodyBytes, MaxPromptBytes: cfg.MaxPromptBytes,
+		MaxArchiveBytes: cfg.MaxArchiveBytes, MaxFileBytes: cfg.MaxFileBytes, DevKeyFile: cfg.DevKeyFile}, httpapi.Deps{
 		Store: store, Auth: authn, Chats: ch, Artifacts: arts, Live: hub, Health: d.Health.Handler(), Logger: d.Logger,
-		Engines: eng,
+		Engines: eng, Snapshots: snaps, UI: ui,
 	})
 	stats, err := observeHub(hub)
 	if err != nil {
@@ -187,7 +215,8 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 // environment: CLOPEN_HTTP_ADDR (listen address), CLOPEN_RATE_LIMIT and
 // CLOPEN_RATE_BURST (per-key budget), CLOPEN_WS_ORIGINS (comma-separated
 // browser origins allowed to open a WebSocket), CLOPEN_WS_MAX_PER_KEY and
-// CLOPEN_WS_MAX_PER_TENANT (open WebSockets at once).
+// CLOPEN_WS_MAX_PER_TENANT (open WebSockets at once), CLOPEN_MAX_ARCHIVE_BYTES
+// (the largest project archive upload).
 func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	cfg, err := configFromEnv(getenv)
 	if err != nil {
@@ -229,11 +258,25 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 			*dst = n
 		}
 	}
+	if v := getenv("CLOPEN_MAX_ARCHIVE_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return cfg, fmt.Errorf("CLOPEN_MAX_ARCHIVE_BYTES: want a positive number of bytes, not %q", v)
+		}
+		cfg.MaxArchiveBytes = n
+	}
 	keys, err := bustoken.FromEnv(getenv)
 	if err != nil {
 		return cfg, err
 	}
 	cfg.Tokens = keys.Only(TokenKeys)
+	if v := getenv("CLOPEN_STREAM_REPLICAS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 5 {
+			return cfg, fmt.Errorf("CLOPEN_STREAM_REPLICAS=%q: want 1 to 5", v)
+		}
+		cfg.Replicas = n
+	}
 	if v := getenv("CLOPEN_WS_ORIGINS"); v != "" {
 		for _, o := range strings.Split(v, ",") {
 			if o = strings.TrimSpace(o); o != "" {
@@ -242,4 +285,17 @@ func configFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// snapshotStore is the sessions' snapshot store, bound on first use: the
+// gateway reads sessions' files for their users and writes projects' bases,
+// and must not fail to start because no worker has made the bucket yet.
+func snapshotStore(nc *nats.Conn, replicas int) (snapshot.Store, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("jetstream: %w", err)
+	}
+	return snapshot.Lazy(func(ctx context.Context) (snapshot.Store, error) {
+		return snapshot.ObjectStore(ctx, js, events.BucketSnapshots, replicas)
+	}), nil
 }

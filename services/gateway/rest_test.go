@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -72,6 +73,11 @@ func TestRESTFlow(t *testing.T) {
 	}
 	if r, err := a.member.c.Run(ctx, a.runID); err != nil || r.SessionID != a.session.ID {
 		t.Errorf("Run = %+v, %v", r, err)
+	}
+	var apiErr *events.APIError
+	if _, err := a.member.c.Retry(ctx, a.runID); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict ||
+		!strings.Contains(apiErr.Message, "only a lost run") {
+		t.Errorf("Retry of a run that is not lost = %v, want 409 naming its state", err)
 	}
 	if evs, err := a.member.c.RunEvents(ctx, a.runID, 0, 0, 10); err != nil || len(evs) != 1 {
 		t.Errorf("RunEvents = %+v, %v", evs, err)

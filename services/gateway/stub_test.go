@@ -78,6 +78,7 @@ func startStub(t *testing.T, nc *nats.Conn, js jetstream.JetStream) *stubStreamm
 	add(events.OpRunsList, svc.Handler(fail, st.listRuns))
 	add(events.OpRunGet, svc.Handler(fail, st.getRun))
 	add(events.OpRunEvents, svc.Handler(fail, st.runEvents))
+	add(events.OpRunRetry, svc.Handler(fail, st.retryRun))
 	add(events.OpSnapshot, svc.Handler(fail, st.snapshot))
 	add(events.OpCancel, svc.Handler(fail, st.control(events.RunCancelling)))
 	add(events.OpInterrupt, svc.Handler(fail, st.control(events.RunRunning)))
@@ -128,7 +129,8 @@ func (st *stubStreammgr) createSession(_ context.Context, req events.SessionCrea
 		engine = events.EngineScripted
 	}
 	s := &stubSession{tenant: req.TenantID, s: events.Session{ID: uuid.NewString(), ProjectID: req.ProjectID, Title: req.Title,
-		Engine: engine, Model: req.Model, ProfileID: req.ProfileID, CreatedBy: req.UserID, CreatedAt: now, UpdatedAt: now}}
+		Engine: engine, Model: req.Model, ProfileID: req.ProfileID, CreatedBy: req.UserID, CreatedAt: now, UpdatedAt: now,
+		BaseSnapshot: req.BaseSnapshot, HeadSnapshot: req.BaseSnapshot}}
 	st.sessions[s.s.ID] = s
 	return s.s, nil
 }
@@ -150,7 +152,8 @@ func (st *stubStreammgr) listSessions(_ context.Context, req events.SessionList)
 	defer st.mu.Unlock()
 	var out []events.Session
 	for _, s := range st.sessions {
-		if s.tenant == req.TenantID && s.s.ProjectID == req.ProjectID {
+		if s.tenant == req.TenantID && s.s.ProjectID == req.ProjectID &&
+			strings.Contains(strings.ToLower(s.s.Title), strings.ToLower(req.Query)) {
 			out = append(out, s.s)
 		}
 	}
@@ -304,6 +307,21 @@ func (st *stubStreammgr) getRun(_ context.Context, req events.RunRef) (events.Ru
 	return r.r, nil
 }
 
+// retryRun refuses, as streammgr does, a run that is not lost.
+func (st *stubStreammgr) retryRun(_ context.Context, req events.RunRef) (events.StartTurnReply, error) {
+	st.record(events.OpRunRetry, req.Caller)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r, err := st.run(req.Caller, req.RunID)
+	if err != nil {
+		return events.StartTurnReply{}, err
+	}
+	if r.r.State != events.RunLost {
+		return events.StartTurnReply{}, svc.Conflict("run %s is %s: only a lost run can be retried", r.r.ID, r.r.State)
+	}
+	return events.StartTurnReply{RunID: uuid.NewString(), Queued: true}, nil
+}
+
 func (st *stubStreammgr) runEvents(_ context.Context, req events.RunEvents) ([]events.StoredEvent, error) {
 	st.record(events.OpRunEvents, req.Caller)
 	st.mu.Lock()
@@ -360,4 +378,24 @@ func (st *stubStreammgr) answer(_ context.Context, req events.AnswerRequest) (ev
 		return events.ControlReply{}, err
 	}
 	return events.ControlReply{Accepted: true, State: events.RunRunning}, nil
+}
+
+// setHead makes snapshot the one the session's next turn on HEAD starts
+// from, as a finished turn would.
+func (st *stubStreammgr) setHead(session, snapshot string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.sessions[session].s.HeadSnapshot = snapshot
+}
+
+// setRunSnapshots records the snapshot a run started from and the one it
+// left ("" for none).
+func (st *stubStreammgr) setRunSnapshots(run, start, left string) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	r := st.runs[run]
+	r.r.StartSnapshot, r.r.Snapshot = start, nil
+	if left != "" {
+		r.r.Snapshot = &events.RunSnapshot{ID: left}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"clopen.dev/services/gateway/api"
+	"clopen.dev/services/gateway/client"
 	"clopen.dev/services/gateway/internal/httpapi"
 )
 
@@ -83,6 +84,9 @@ func filler(a tenantFix, art artifactsFix) func(path string) string {
 			if strings.HasPrefix(path, x.prefix) {
 				path = strings.Replace(path, "{slug}", x.slug, 1)
 			}
+		}
+		if strings.Contains(path, "/mcp-servers/") {
+			path = strings.Replace(path, "{slug}", art.mcp, 1)
 		}
 		return strings.ReplaceAll(path, "{userId}", a.member.user.ID)
 	}
@@ -219,6 +223,12 @@ func TestTenancyLists(t *testing.T) {
 	}
 	if ps, err := b.admin.c.Providers(ctx); err != nil || len(ps) != 0 {
 		t.Errorf("B's providers = %+v, %v", ps, err)
+	}
+	if ms, err := b.admin.c.MCPServers(ctx, client.Layer{}); err != nil || len(ms) != 0 {
+		t.Errorf("B's MCP servers = %+v, %v", ms, err)
+	}
+	if ms, err := b.admin.c.MCPServers(ctx, client.Layer{ProjectID: b.project.ID}); err != nil || len(ms) != 0 {
+		t.Errorf("B's project's MCP servers = %+v, %v", ms, err)
 	}
 	if av, err := b.member.c.AvailableSkills(ctx, b.project.ID, ""); err != nil || len(av) != 0 {
 		t.Errorf("B's picker = %+v, %v", av, err)

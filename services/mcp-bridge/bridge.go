@@ -1,29 +1,73 @@
-// Package bridge is the mcp-bridge service: MCP Streamable HTTP bridge for agents.
-// This is its skeleton: it starts, reports health and stops cleanly.
+// Package bridge is the mcp-bridge service: the MCP Streamable HTTP
+// endpoint through which agents reach Clopen's own tools, each call bound
+// to the run that made it by a token the run's worker signed.
+//
+// A request without a valid mcp token (bustoken.MCP) of a run a worker
+// still holds is refused with 401 and a JSON-RPC error; there is no
+// fallback of any kind. The bridge keeps no state of its own between
+// requests (the MCP server is stateless), so any replica serves any run.
 package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/busauth"
+	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
+	"clopen.dev/services/mcp-bridge/internal/ext"
 )
 
 // Name is the service name on the bus and in logs.
 const Name = "mcp-bridge"
 
+// EnvAddr is the variable of the MCP endpoint's listen address.
+const EnvAddr = "CLOPEN_MCP_ADDR"
+
+// DefaultAddr is where a standalone bridge listens unless EnvAddr says.
+const DefaultAddr = "127.0.0.1:8430"
+
+// TokenKeys are the bus token keys the bridge needs: the public keys of
+// the mcp tokens workers sign, of the runs' dispatch tokens the workers
+// forward beside them (for external servers), and of the caller tokens of
+// the gateway's probes.
+var TokenKeys = bustoken.Need{MCPPubKey: true, DispatchPubKey: true, CallerPubKey: true}
+
 // Config tunes the service.
-type Config struct{}
+type Config struct {
+	// Addr is the MCP endpoint's listen address, unless Deps.Listener is set.
+	Addr string
+	// Tokens verify the agents' mcp tokens.
+	Tokens bustoken.Keys
+	// AskTimeout is how long ask_user waits for the worker's reply: the
+	// bus's window for it (the worker gives up on the user a little
+	// earlier and says so).
+	AskTimeout time.Duration
+	// AllowHosts are the hosts of remote MCP servers that may be reached
+	// on addresses that are not public (egress.EnvAllow, as for providers).
+	AllowHosts []string
+}
 
 // DefaultConfig returns the configuration `clopen dev` uses.
-func DefaultConfig() Config { return Config{} }
+func DefaultConfig() Config {
+	return Config{Addr: DefaultAddr, AskTimeout: busauth.ResponseWindow}
+}
 
 // Deps are the connections the service runs on; the caller owns them.
 type Deps struct {
@@ -31,28 +75,122 @@ type Deps struct {
 	DB     *pgxpool.Pool
 	Logger *slog.Logger
 	Health *health.Registry
+	// Listener, when set, serves the MCP endpoint instead of Config.Addr.
+	Listener net.Listener
 }
 
 // Run serves until ctx ends.
 func Run(ctx context.Context, cfg Config, d Deps) error {
+	if err := cfg.Tokens.Check(TokenKeys); err != nil {
+		return err
+	}
+	if cfg.AskTimeout <= 0 {
+		cfg.AskTimeout = DefaultConfig().AskTimeout
+	}
+	js, err := jetstream.New(d.NATS)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	owners := &lazyBucket{js: js, name: events.BucketRunOwner}
 	svc, err := micro.AddService(d.NATS, micro.Config{Name: "mcpbridge", Version: "0.1.0", Description: "MCP Streamable HTTP bridge for agents"})
 	if err != nil {
 		return fmt.Errorf("add micro service: %w", err)
 	}
 	defer func() { _ = svc.Stop() }()
+	ln := d.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+			return fmt.Errorf("mcp listener: %w", err)
+		}
+	}
+	verifier := cfg.Tokens.Verifier()
+	extOpts := ext.Options{Logger: d.Logger, AllowHosts: cfg.AllowHosts}
+	stopProbe, err := serveProbe(ctx, d.NATS, svc, verifier, extOpts, func(err error) { d.Logger.Error("mcp probe", "err", err) })
+	if err != nil {
+		return err
+	}
+	defer stopProbe()
+	external := ext.New(ext.Bus{NC: d.NATS}, extOpts)
+	defer func() { _ = external.Close() }()
+	t := &tools{db: d.DB, nc: d.NATS, askTimeout: cfg.AskTimeout}
+	srv := &http.Server{Handler: handler(verifier, owners, t, external), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
 	d.Health.Add(Name, func(ctx context.Context) error { return d.DB.Ping(ctx) })
 	defer d.Health.Remove(Name)
-	d.Logger.InfoContext(ctx, Name+" ready")
-	<-ctx.Done()
+	d.Logger.InfoContext(ctx, Name+" ready", "mcp", "http://"+ln.Addr().String()+"/mcp")
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return fmt.Errorf("mcp endpoint: %w", err)
+	}
+	shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shut)
 	return nil
+}
+
+// handler is the bridge's HTTP API: /mcp serves Clopen's own tools,
+// /mcp/ext/<slug> the run's external servers (which also need the run's
+// dispatch token); both only to a request with a valid token of a live run.
+func handler(verifier *bustoken.Verifier, owners runs, t *tools, external http.Handler) http.Handler {
+	internal := t.server()
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return internal },
+		&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: 1 << 20})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", authenticate(verifier, owners, mcpHandler))
+	mux.Handle(ext.Pattern, authenticate(verifier, owners, withDispatch(verifier, external)))
+	return mux
+}
+
+// lazyBucket is a key-value bucket another service declares (the
+// workers declare run_owner), looked up at its first use: until it
+// exists, no run is live.
+type lazyBucket struct {
+	js   jetstream.JetStream
+	name string
+	mu   sync.Mutex
+	kv   jetstream.KeyValue
+}
+
+// Get implements runs.
+func (b *lazyBucket) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	b.mu.Lock()
+	kv := b.kv
+	b.mu.Unlock()
+	if kv == nil {
+		var err error
+		if kv, err = b.js.KeyValue(ctx, b.name); errors.Is(err, jetstream.ErrBucketNotFound) {
+			return nil, jetstream.ErrKeyNotFound
+		} else if err != nil {
+			return nil, fmt.Errorf("bucket %s: %w", b.name, err)
+		}
+		b.mu.Lock()
+		b.kv = kv
+		b.mu.Unlock()
+	}
+	return kv.Get(ctx, key)
 }
 
 // Serve runs the service as its own process, configured from the environment.
 func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
+	cfg := DefaultConfig()
+	if a := getenv(EnvAddr); a != "" {
+		cfg.Addr = a
+	}
+	keys, err := bustoken.FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	cfg.Tokens = keys.Only(TokenKeys)
+	cfg.AllowHosts = egress.ParseAllow(getenv(egress.EnvAllow))
+	if err := cfg.Tokens.Check(TokenKeys); err != nil {
+		return err
+	}
 	p, closeAll, err := servepg.Start(ctx, getenv, stderr, servepg.Options{Name: Name, Schema: Schema})
 	if err != nil {
 		return err
 	}
 	defer closeAll()
-	return Run(ctx, DefaultConfig(), Deps{NATS: p.NATS, DB: p.DB, Logger: p.Logger, Health: p.Health})
+	return Run(ctx, cfg, Deps{NATS: p.NATS, DB: p.DB, Logger: p.Logger, Health: p.Health})
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/audit"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/streammgr/internal/store"
 )
@@ -41,20 +42,21 @@ const (
 // take to end.
 const queueFullRetry = 30 * time.Second
 
-// admitter dispatches held runs of the tenants it is kicked for, one
-// transaction per run, off the goroutine that kicked it.
-type admitter struct {
+// tenantSet is the tenants a loop has work for (the admitter's admission
+// passes, the budget watch's checks), and its wake-up: whoever has work
+// kicks it without waiting, the loop takes what piled up.
+type tenantSet struct {
 	mu      sync.Mutex
 	pending map[string]bool
 	wake    chan struct{}
 }
 
-func newAdmitter() *admitter {
-	return &admitter{pending: map[string]bool{}, wake: make(chan struct{}, 1)}
+func newTenantSet() *tenantSet {
+	return &tenantSet{pending: map[string]bool{}, wake: make(chan struct{}, 1)}
 }
 
-// kick asks for an admission pass over tenant; it never blocks.
-func (a *admitter) kick(tenants ...string) {
+// kick adds tenants to the set and wakes its loop; it never blocks.
+func (a *tenantSet) kick(tenants ...string) {
 	a.mu.Lock()
 	for _, t := range tenants {
 		a.pending[t] = true
@@ -66,7 +68,8 @@ func (a *admitter) kick(tenants ...string) {
 	}
 }
 
-func (a *admitter) take() []string {
+// take empties the set and returns what it held.
+func (a *tenantSet) take() []string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make([]string, 0, len(a.pending))
@@ -141,6 +144,9 @@ func (d *dispatcher) admitOne(ctx context.Context, tenant string) (fx *dispatche
 		if err != nil || !ok {
 			return err
 		}
+		if held, err := d.budgetHolds(ctx, tx, tenant, run); err != nil || held {
+			return err // it waits for the next period or a higher budget
+		}
 		again = true
 		l, err := store.LockSession(ctx, tx, tenant, session)
 		if err != nil {
@@ -178,7 +184,23 @@ func ignoreNotFound(err error) error {
 // uuidOf parses a tenant id.
 func uuidOf(s string) (uuid.UUID, error) { return uuid.Parse(s) }
 
+// decide takes start's decision for a new run of tenant (whose lock tx
+// holds): a spent budget refuses it (402 budget_exhausted: nothing is
+// queued), a full queue refuses it (429), a tenant at its limit holds it.
 func (d *dispatcher) decide(ctx context.Context, tx pgx.Tx, tenant string, sessionBusy bool) (admission, error) {
+	budgets, err := store.Budgets(ctx, tx, tenant)
+	if err != nil {
+		return admission{}, err
+	}
+	d.watch.remember(tenant, budgets) // the turn runs under the budgets it was admitted by
+	states, err := statesOf(ctx, tx, tenant, budgets, time.Now())
+	if err != nil {
+		return admission{}, err
+	}
+	if b, spent := spentOne(states); spent {
+		d.watch.spent(ctx, tenant, b, actionRefused)
+		return admission{}, budgetRefusal(b)
+	}
 	a, err := store.TenantAdmission(ctx, tx, tenant, d.limits)
 	if err != nil {
 		return admission{}, err
@@ -198,8 +220,9 @@ func (d *dispatcher) decide(ctx context.Context, tx pgx.Tx, tenant string, sessi
 	return admission{hold: true, reason: fmt.Sprintf("tenant at its limit of %d concurrent runs", a.MaxConcurrent)}, nil
 }
 
-// publishHeld tells the session's clients that run waits for admission, and why.
-func (d *dispatcher) publishHeld(ctx context.Context, run store.RunRow, reason string) {
+// publishQueued tells the session's clients that run waits, and why: held
+// for its tenant's admission, or behind the session's active run.
+func (d *dispatcher) publishQueued(ctx context.Context, run store.RunRow, reason string) {
 	d.bus.publishChat(ctx, run.Tenant, []events.ChatEvent{{Type: events.ChatTypeRunState, ChatSessionID: run.SessionID,
 		ProjectID: run.ProjectID, RunID: run.ID, Timestamp: run.QueuedAt,
 		Data: events.ChatRunState{State: events.RunQueued, Reason: reason}}})
@@ -213,9 +236,10 @@ type TenantLimits struct {
 	MaxQueued     *int `json:"maxQueued"`
 }
 
-// SetTenantLimits stores tenant's limits (`clopen admin tenant-limits`).
-// They apply to the next admission decision; runs held under a lower limit
-// are admitted by the next sweep.
+// SetTenantLimits stores tenant's limits (`clopen admin tenant-limits`),
+// recording the change in the audit log as the operator's. They apply to
+// the next admission decision; runs held under a lower limit are admitted
+// by the next sweep.
 func SetTenantLimits(ctx context.Context, db *pgxpool.Pool, tenant string, l TenantLimits) error {
 	if err := l.validate(); err != nil {
 		return err
@@ -223,7 +247,21 @@ func SetTenantLimits(ctx context.Context, db *pgxpool.Pool, tenant string, l Ten
 	if _, err := uuidOf(tenant); err != nil {
 		return svc.Invalid("tenant: not a tenant id")
 	}
-	return store.SetLimits(ctx, db, tenant, store.Override{MaxConcurrent: l.MaxConcurrent, MaxQueued: l.MaxQueued})
+	return pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		if err := store.LockTenant(ctx, tx, tenant); err != nil {
+			return err
+		}
+		was, err := store.LimitsOf(ctx, tx, tenant)
+		if err != nil {
+			return err
+		}
+		if err := store.SetLimits(ctx, tx, tenant, store.Override{MaxConcurrent: l.MaxConcurrent, MaxQueued: l.MaxQueued}); err != nil {
+			return err
+		}
+		return Audit.Record(ctx, tx, audit.Entry{Tenant: tenant, Actor: audit.Operator, Action: "tenant_limits.set",
+			Target: events.AuditTarget{Type: "tenant_limits", ID: tenant},
+			Before: TenantLimits{MaxConcurrent: was.MaxConcurrent, MaxQueued: was.MaxQueued}, After: l})
+	})
 }
 
 // TenantLimitsOf returns tenant's override (nil where it has the default).

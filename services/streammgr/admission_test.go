@@ -96,8 +96,14 @@ func (s *admissionStack) mustSend(p party, session, text string) events.StartTur
 // end ends a run as its worker would, with a terminal event.
 func (s *admissionStack) end(p party, r store.RunRow) {
 	s.t.Helper()
+	s.inject(p, r.SessionID, r.ID, events.RunState{State: events.RunCompleted}, "test:"+r.ID+":end")
+}
+
+// inject publishes st on run's subject, as a worker or the reaper does.
+func (s *admissionStack) inject(p party, session, run string, st events.RunState, msgID string) {
+	s.t.Helper()
 	b := bus{js: s.js, log: logging.Discard()}
-	if err := b.inject(s.ctx, p.TenantID, r.SessionID, r.ID, events.RunState{State: events.RunCompleted}, "test:"+r.ID+":end"); err != nil {
+	if err := b.inject(s.ctx, p.TenantID, session, run, st, msgID); err != nil {
 		s.t.Fatal(err)
 	}
 }

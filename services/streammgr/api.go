@@ -36,18 +36,23 @@ func (m *Manager) endpoints(s micro.Service, srv *svc.Server) error {
 		events.OpInterrupt: svc.Handler(m.internal, func(ctx context.Context, r events.RunControl) (events.ControlReply, error) {
 			return m.stop(ctx, r, events.VerbInterrupt)
 		}),
-		events.OpAnswer:        svc.Handler(m.internal, m.answer),
-		events.OpSessionCreate: svc.Handler(m.internal, m.createSession),
-		events.OpSessionGet:    svc.Handler(m.internal, m.getSession),
-		events.OpSessionList:   svc.Handler(m.internal, m.listSessions),
-		events.OpSessionUpdate: svc.Handler(m.internal, m.updateSession),
-		events.OpSessionDelete: svc.Handler(m.internal, m.deleteSession),
-		events.OpMessagesList:  svc.Handler(m.internal, m.listMessages),
-		events.OpRunsList:      svc.Handler(m.internal, m.listRuns),
-		events.OpRunGet:        svc.Handler(m.internal, m.getRun),
-		events.OpRunEvents:     svc.Handler(m.internal, m.runEvents),
-		events.OpSnapshot:      svc.Handler(m.internal, m.snapshot),
-		events.OpUsage:         svc.Handler(m.internal, m.usage),
+		events.OpAnswer:         svc.Handler(m.internal, m.answer),
+		events.OpSessionCreate:  svc.Handler(m.internal, m.createSession),
+		events.OpSessionGet:     svc.Handler(m.internal, m.getSession),
+		events.OpSessionList:    svc.Handler(m.internal, m.listSessions),
+		events.OpSessionUpdate:  svc.Handler(m.internal, m.updateSession),
+		events.OpSessionDelete:  svc.Handler(m.internal, m.deleteSession),
+		events.OpCheckpoints:    svc.Handler(m.internal, m.checkpoints),
+		events.OpSessionRestore: svc.Handler(m.internal, m.restore),
+		events.OpMessagesList:   svc.Handler(m.internal, m.listMessages),
+		events.OpRunsList:       svc.Handler(m.internal, m.listRuns),
+		events.OpRunGet:         svc.Handler(m.internal, m.getRun),
+		events.OpRunEvents:      svc.Handler(m.internal, m.runEvents),
+		events.OpRunRetry:       svc.Handler(m.internal, m.retry),
+		events.OpSnapshot:       svc.Handler(m.internal, m.snapshot),
+		events.OpUsage:          svc.Handler(m.internal, m.usage),
+		events.OpBudgets:        svc.Handler(m.internal, m.budgets),
+		events.OpAuditList:      svc.Handler(m.internal, Audit.Serve(m.db)),
 	} {
 		if err := add(op, h); err != nil {
 			return fmt.Errorf("endpoint %s: %w", op, err)
@@ -77,7 +82,10 @@ func (m *Manager) getSession(ctx context.Context, req events.SessionRef) (events
 }
 
 func (m *Manager) listSessions(ctx context.Context, req events.SessionList) ([]events.Session, error) {
-	s, err := store.ListSessions(ctx, m.db, req.TenantID, req.ProjectID, req.Limit)
+	if len(req.Query) > events.MaxSessionQuery {
+		return nil, svc.Invalid("query: longer than %d bytes", events.MaxSessionQuery)
+	}
+	s, err := store.ListSessions(ctx, m.db, req.TenantID, req.ProjectID, req.Query, req.Limit)
 	return s, mapStoreErr(err, "project")
 }
 

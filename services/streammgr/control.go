@@ -59,7 +59,15 @@ func (m *Manager) stop(ctx context.Context, req events.RunControl, verb string) 
 		}
 		return m.cancelQueued(ctx, r)
 	}
-	reply, err := m.ask(ctx, r, verb, events.ControlRequest{Tenant: r.Tenant, RunID: r.ID, RequestedBy: req.UserID})
+	return m.halt(ctx, r, verb, events.ControlRequest{Tenant: r.Tenant, RunID: r.ID, RequestedBy: req.UserID},
+		events.RunState{State: events.RunCancelled, Reason: "cancelled by user"})
+}
+
+// halt sends a dispatched run's owner the control request req; when no
+// worker answers, it leaves the durable flag and, for a cancel, ends the run
+// with end (published as the run's own event).
+func (m *Manager) halt(ctx context.Context, r store.RunRow, verb string, req events.ControlRequest, end events.RunState) (events.ControlReply, error) {
+	reply, err := m.ask(ctx, r, verb, req)
 	if err == nil {
 		return reply, nil
 	}
@@ -67,15 +75,18 @@ func (m *Manager) stop(ctx context.Context, req events.RunControl, verb string) 
 		return events.ControlReply{}, err
 	}
 	// Nobody owns the run right now: leave a durable flag, and end it.
-	flag, _ := json.Marshal(events.RunFlag{Verb: verb, At: time.Now().UTC()})
+	flag, _ := json.Marshal(events.RunFlag{Verb: verb, At: time.Now().UTC(), Reason: req.Reason, Error: req.Error})
 	if _, ferr := m.flags.Put(ctx, r.ID, flag); ferr != nil {
 		return events.ControlReply{}, ferr
 	}
 	if verb == events.VerbInterrupt {
 		return events.ControlReply{Accepted: true, State: r.State}, nil
 	}
-	state := events.RunState{State: events.RunCancelled, Reason: "cancelled by user"}
-	if err := m.inject(ctx, r.Tenant, r.SessionID, r.ID, state, "sm:"+r.ID+":cancel"); err != nil {
+	id := "sm:" + r.ID + ":cancel"
+	if req.Reason != "" {
+		id += ":" + req.Reason
+	}
+	if err := m.inject(ctx, r.Tenant, r.SessionID, r.ID, end, id); err != nil {
 		return events.ControlReply{}, err
 	}
 	return events.ControlReply{Accepted: true, State: events.RunCancelling}, nil

@@ -34,7 +34,11 @@ type dispatcher struct {
 	forget func(runs []string)
 	// limits are the default tenant limits; admit admits held runs.
 	limits store.Limits
-	admit  *admitter
+	admit  *tenantSet
+	// watch enforces budgets: admission asks it to count a refusal.
+	watch *budgetWatch
+	// retryLost retries a run that became lost once (Config.RetryLost).
+	retryLost bool
 }
 
 // dispatched is what a dispatch leaves to do after its transaction commits.
@@ -51,9 +55,26 @@ type dispatched struct {
 // resume id is resolved by walking HEAD, the engine prompt is built (unless
 // the caller prepared it, before it took the lock), and the run becomes the
 // session's active run.
+//
+// A retry of a lost run (run.RetryOf) is the lost turn again: its user
+// message goes under the lost user message's parent (a sibling: HEAD's
+// history holds the prompt once), with the lost turn's typed prompt, its
+// engine prompt and the snapshot it started from.
 func (d *dispatcher) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Locked, run store.RunRow, prompt []events.Block) (*dispatched, error) {
 	now := time.Now().UTC()
 	userRow := router.RowID(run.ID, 0, 1, 0)
+	if run.RetryOf != "" {
+		lost, err := store.TenantRun(ctx, tx, run.Tenant, run.RetryOf)
+		if err != nil {
+			return nil, err
+		}
+		lt, err := store.LostTurnOf(ctx, tx, run.Tenant, run.RetryOf)
+		if err != nil {
+			return nil, err
+		}
+		l.HeadMessageID, run.Job.Prompt, prompt = lt.Parent, lt.Typed, lost.Job.Prompt
+		run.Job.Snapshot = lost.Job.Snapshot
+	}
 	msg := events.UserMessage{
 		MessageBase: events.MessageBase{CreatedAt: now, MessageID: userRow,
 			Engine: events.MessageEngine{Type: run.Engine, Model: events.ModelRef{ID: run.Model}, ReasoningEffort: run.Effort}},
@@ -66,8 +87,15 @@ func (d *dispatcher) dispatchLocked(ctx context.Context, tx pgx.Tx, l store.Lock
 	}
 	run.Job.ResumeSessionID = resume
 	run.ResumeSessionID = resume
-	if run.Job.Snapshot, err = store.HeadSnapshot(ctx, tx, l.HeadMessageID, 500); err != nil {
-		return nil, err
+	if run.RetryOf == "" {
+		held, err := store.HeadSnapshotHolder(ctx, tx, l.HeadMessageID, 500)
+		if err != nil {
+			return nil, err
+		}
+		run.Job.Snapshot, run.Job.PreferWorker = held.ID, held.Worker
+		if run.Job.Snapshot == "" {
+			run.Job.Snapshot = l.BaseSnapshot // the session's first turn on this branch: the project's files
+		}
 	}
 	if prompt == nil {
 		prompt = d.prompt(ctx, turnOf(run), run.Job.Prompt)
@@ -162,6 +190,25 @@ func (d *dispatcher) releaseLocked(ctx context.Context, tx pgx.Tx, tenant, sessi
 		return err
 	}
 	return store.Hold(ctx, tx, session, next.ID, time.Now().UTC())
+}
+
+// retryLocked queues the automatic retry of e, a run that just became lost
+// in the caller's transaction (which holds its session's lock): a run that
+// is itself a retry, or that was lost before its turn started, is not
+// retried. releaseLocked then takes the retry first.
+func (d *dispatcher) retryLocked(ctx context.Context, tx pgx.Tx, e store.Ended) error {
+	lost, err := store.TenantRun(ctx, tx, e.Tenant, e.Run)
+	if err != nil || lost.RetryOf != "" || lost.UserMessageID == "" {
+		return ignoreNotFound(err)
+	}
+	run, made, err := insertRetry(ctx, tx, e.Tenant, e.Run)
+	if err != nil {
+		return err
+	}
+	if made {
+		d.log.InfoContext(ctx, "retrying a lost run", "run_id", e.Run, "retry_run_id", run.ID)
+	}
+	return nil
 }
 
 // flagEnded marks an ended run in run_ctl so that a stale copy of its job

@@ -24,6 +24,8 @@ type Manager struct {
 	bus
 	pipe *pipeline
 	disp *dispatcher
+	// watch stops a tenant's running turns once a budget is spent.
+	watch *budgetWatch
 
 	flags jetstream.KeyValue // run_ctl
 

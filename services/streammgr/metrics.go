@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -29,6 +30,8 @@ var (
 		metric.WithDescription("pull requests of the EVENTS consumer refused because this instance's pin had lapsed"))
 	eventsRouted, _ = meter.Int64Counter("clopen.streammgr.events.routed",
 		metric.WithDescription("engine events routed, by output type"))
+	budgetExhausted, _ = meter.Int64Counter("clopen.budget.exhausted",
+		metric.WithDescription("sends refused (action refused) and running turns stopped (action stopped) because a budget of their tenant is spent, by unit, period and tenant"))
 	commitLag, _ = meter.Float64Histogram("clopen.streammgr.commit.lag",
 		metric.WithDescription("from the worker emitting an event to its batch committing in Postgres"), metric.WithUnit("s"),
 		metric.WithExplicitBucketBoundaries(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5))
@@ -39,5 +42,8 @@ var (
 func zeroCounters(ctx context.Context) {
 	for _, c := range []metric.Int64Counter{runsHeld, runsLost, pinLost, eventsDead} {
 		c.Add(ctx, 0)
+	}
+	for _, action := range []string{actionRefused, actionStopped} {
+		budgetExhausted.Add(ctx, 0, metric.WithAttributes(attribute.String("action", action)))
 	}
 }

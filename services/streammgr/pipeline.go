@@ -55,11 +55,13 @@ type pipeline struct {
 	js      jetstream.JetStream
 	log     *slog.Logger
 	bus     bus
-	disp    *dispatcher // the writers dispatch a session's next queued turn
+	disp    *dispatcher  // the writers dispatch a session's next queued turn
+	watch   *budgetWatch // the writers kick it with the tenants whose runs spent
 
-	writes []chan *write // one per writer; a session's events go to one
-	chat   *chatPublisher
-	prog   *progress
+	writes  []chan *write // one per writer; a session's events go to one
+	stopped chan struct{} // closed when run returns: nothing routes any more
+	chat    *chatPublisher
+	prog    *progress
 
 	mu   sync.Mutex // guards runs; held while routing
 	runs map[string]*runRoute
@@ -111,7 +113,7 @@ func newPipeline(cfg Config, db *pgxpool.Pool, nc *nats.Conn, js jetstream.JetSt
 		writes[i] = make(chan *write, 4096)
 	}
 	return &pipeline{ackWait: cfg.AckWait, db: db, nc: nc, js: js, log: log, bus: bus{js: js, log: log},
-		writes: writes, chat: newChatPublisher(js, log), prog: newProgress(len(writes)),
+		writes: writes, stopped: make(chan struct{}), chat: newChatPublisher(js, log), prog: newProgress(len(writes)),
 		runs: map[string]*runRoute{}, deleted: map[string]time.Time{}, stale: map[string]bool{}}
 }
 
@@ -150,6 +152,7 @@ func (p *pipeline) consumer(ctx context.Context) (jetstream.Consumer, error) {
 // deleted, or could not be created) is started again a second later;
 // readiness reports it meanwhile.
 func (p *pipeline) run(ctx context.Context) error {
+	defer close(p.stopped)
 	for {
 		err := p.consume(ctx)
 		if ctx.Err() != nil {
@@ -208,7 +211,7 @@ func (p *pipeline) consume(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("consume events: %w", err)
 	}
-	defer cc.Stop()
+	defer p.stopConsuming(ctx, cc)
 	p.prog.consuming(c, nil)
 	tick := time.NewTicker(5 * time.Second)
 	defer tick.Stop()
@@ -227,8 +230,39 @@ func (p *pipeline) consume(ctx context.Context) error {
 	}
 }
 
+// stopConsuming stops cc and returns once no delivery is being handled:
+// Stop alone leaves the callback running on what the subscription had
+// already received, which routed (and published to CHAT) after streammgr
+// had stopped. It then gives up the pin, so that another instance routes
+// at once instead of after the pin's TTL.
+func (p *pipeline) stopConsuming(ctx context.Context, cc jetstream.ConsumeContext) {
+	// Drain hands what the subscription holds to handle, which gives it
+	// back (handBack) once ctx has ended, instead of leaving it to be
+	// redelivered when its ack wait runs out.
+	cc.Drain()
+	select {
+	case <-cc.Closed():
+	case <-time.After(10 * time.Second):
+		p.log.Error("EVENTS deliveries still being handled 10 s after the consumer stopped")
+	}
+	if ctx.Err() == nil {
+		return // the consumption failed: this instance consumes again at once
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if s, err := p.js.Stream(uctx, events.StreamEvents); err == nil {
+		if err := s.UnpinConsumer(uctx, consumerName, priorityGroup); err != nil {
+			p.log.Info("could not give up the events consumer's pin", "err", err)
+		}
+	}
+}
+
 // handle takes one message from EVENTS.
 func (p *pipeline) handle(ctx context.Context, msg jetstream.Msg) {
+	if ctx.Err() != nil {
+		handBack(msg)
+		return
+	}
 	meta, err := msg.Metadata()
 	if err != nil {
 		p.log.Error("event without metadata dropped", "err", err)
@@ -290,8 +324,18 @@ func (p *pipeline) routeReady(ctx context.Context, rr *runRoute, ready []router.
 		select {
 		case p.writerOf(rr.session) <- w:
 		case <-ctx.Done():
-			return
+			handBack(w.msg)
 		}
+	}
+}
+
+// handBack returns msg to EVENTS unacknowledged, for whichever instance
+// routes next to take at once: this one is stopping and will not commit
+// it. Routing it again is harmless (its chat events keep their Msg-Ids,
+// the log its key).
+func handBack(msg jetstream.Msg) {
+	if msg != nil {
+		_ = msg.Nak()
 	}
 }
 

@@ -89,8 +89,7 @@ func (m *Manager) prepare(ctx context.Context, req events.StartTurnRequest) (pre
 // from.
 func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest, prep preparation) (events.StartTurnReply, error) {
 	var reply events.StartTurnReply
-	var fx *dispatched
-	var held *store.RunRow
+	var after placement
 	err := pgx.BeginFunc(ctx, m.db, func(tx pgx.Tx) error {
 		// The tenant's admission lock comes before the session's row lock,
 		// here as in the admitter.
@@ -106,6 +105,17 @@ func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest
 			if err != nil || found {
 				reply = events.StartTurnReply{RunID: prev.ID, Queued: prev.DispatchedAt == nil, UserMessageRowID: prev.UserMessageID,
 					ClientRequestID: prev.ClientRequestID}
+				return err
+			}
+		}
+		if err := m.checkWorkspaceQuota(ctx, tx, l.Tenant); err != nil {
+			return err
+		}
+		if req.ParentMessageID != "" {
+			if l.ActiveRunID != "" {
+				return svc.Conflict("session %s has a turn running (run %s); fork from a message once it ends", l.ID, l.ActiveRunID)
+			}
+			if err := store.SetHead(ctx, tx, l, req.ParentMessageID); err != nil {
 				return err
 			}
 		}
@@ -134,34 +144,73 @@ func (m *Manager) startPrepared(ctx context.Context, req events.StartTurnRequest
 		if err := store.InsertRun(ctx, tx, run); err != nil {
 			return err
 		}
-		reply = events.StartTurnReply{RunID: run.ID, Queued: l.ActiveRunID != "", ClientRequestID: run.ClientRequestID}
-		if l.ActiveRunID != "" {
-			return nil // waits behind the active run
-		}
-		if adm.hold {
-			reply.Queued, reply.QueuedReason, held = true, adm.reason, &run
-			return store.Hold(ctx, tx, l.ID, run.ID, run.QueuedAt)
-		}
-		if prep.prompt == nil || l.HeadMessageID != prep.seen.HeadMessageID {
-			return errSessionChanged // the prompt was prepared for another HEAD, or not at all
-		}
-		fx, err = m.disp.dispatchLocked(ctx, tx, l, run, prep.prompt)
-		if err == nil {
-			reply.UserMessageRowID = fx.userRow
-		}
+		reply = events.StartTurnReply{RunID: run.ID, ClientRequestID: run.ClientRequestID}
+		after, err = m.placeLocked(ctx, tx, l, run, adm, &reply, func() ([]events.Block, error) {
+			if prep.prompt == nil || l.HeadMessageID != prep.seen.HeadMessageID {
+				return nil, errSessionChanged // the prompt was prepared for another HEAD, or not at all
+			}
+			return prep.prompt, nil
+		})
 		return err
 	})
 	if err != nil {
 		return events.StartTurnReply{}, mapStoreErr(err, "session")
 	}
-	if fx != nil {
-		m.disp.afterDispatch(background(ctx), fx)
-	}
-	if held != nil {
-		runsHeld.Add(ctx, 1)
-		m.disp.publishHeld(background(ctx), *held, reply.QueuedReason)
-	}
+	after.run(ctx, m)
 	return reply, nil
+}
+
+// placement is what a start leaves to do after its commit: publish a
+// dispatched run's job, or tell the session's clients why a run waits (held
+// for admission, or queued behind the active run).
+type placement struct {
+	fx      *dispatched
+	held    *store.RunRow
+	waiting *store.RunRow
+	reason  string
+}
+
+// reasonBehind is the reason a run queued behind its session's active run
+// gives its clients.
+const reasonBehind = "behind the session's running turn"
+
+func (p placement) run(ctx context.Context, m *Manager) {
+	if p.fx != nil {
+		m.disp.afterDispatch(background(ctx), p.fx)
+	}
+	if p.held != nil {
+		runsHeld.Add(ctx, 1)
+		m.disp.publishQueued(background(ctx), *p.held, p.reason)
+	}
+	if p.waiting != nil {
+		m.disp.publishQueued(background(ctx), *p.waiting, p.reason)
+	}
+}
+
+// placeLocked puts run, just inserted into session l (locked by tx), where
+// adm and the session say: behind the session's active run, held for its
+// tenant's admission, or dispatched with the engine prompt prompt returns
+// (nil: built by the dispatch). It fills reply's queueing and user message.
+func (m *Manager) placeLocked(ctx context.Context, tx pgx.Tx, l store.Locked, run store.RunRow, adm admission,
+	reply *events.StartTurnReply, prompt func() ([]events.Block, error)) (placement, error) {
+	if l.ActiveRunID != "" {
+		reply.Queued = true
+		return placement{waiting: &run, reason: reasonBehind}, nil // waits behind the active run
+	}
+	if adm.hold {
+		reply.Queued, reply.QueuedReason = true, adm.reason
+		return placement{held: &run, reason: adm.reason}, store.Hold(ctx, tx, l.ID, run.ID, run.QueuedAt)
+	}
+	engine, err := prompt()
+	if err != nil {
+		return placement{}, err
+	}
+	fx, err := m.disp.dispatchLocked(ctx, tx, l, run, engine)
+	if err != nil {
+		return placement{}, err
+	}
+	reply.UserMessageRowID = fx.userRow
+	return placement{fx: fx}, nil
 }
 
 // validateStart checks a start request before touching the database.
@@ -218,6 +267,9 @@ func select_(l *store.Locked, req events.StartTurnRequest) {
 	}
 	if req.ProfileID != nil {
 		l.Profile = *req.ProfileID
+	}
+	if req.ParentMessageID != "" {
+		l.HeadMessageID = req.ParentMessageID // a fork continues from there
 	}
 }
 
@@ -286,8 +338,11 @@ func textOf(blocks []events.Block) string {
 
 // mapStoreErr turns store errors into API errors; others pass through.
 func mapStoreErr(err error, what string) error {
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return svc.NotFound("%s not found", what)
+	case errors.Is(err, store.ErrNotInSession):
+		return svc.NotFound("message: %v", err)
 	}
 	return err
 }

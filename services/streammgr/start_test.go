@@ -62,17 +62,7 @@ func TestSlowSkillExpansionDoesNotHoldUpTheWriter(t *testing.T) {
 	caller := events.Caller{TenantID: tenant, UserID: user}
 	call := func(op string, req, resp any) {
 		t.Helper()
-		subject, _ := events.ServiceSubject(Name, op)
-		for {
-			err := svc.Call(asCaller(t, ctx, req), nc, subject, req, resp)
-			if err == nil {
-				return
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s: %v", op, err)
-			}
-			time.Sleep(100 * time.Millisecond) // streammgr is still starting
-		}
+		callStreammgr(t, ctx, nc, op, req, resp)
 	}
 	session := func() string {
 		var s events.Session

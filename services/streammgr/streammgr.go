@@ -21,6 +21,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/bustoken"
+	"clopen.dev/pkg/platform/bytesize"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
 	"clopen.dev/pkg/platform/servepg"
@@ -60,10 +61,29 @@ type Config struct {
 	// tenant without its own (streammgr.tenant_limits): how many of its runs
 	// may be dispatched at once, and how many may wait; 0 is the default.
 	TenantMaxConcurrent, TenantMaxQueued int
+	// TenantWorkspaceQuota caps the files a tenant's sessions hold, summed
+	// over each session's newest snapshot: a send beyond it is refused
+	// (507 workspace_quota) until sessions are deleted. Negative: no quota
+	// (CLOPEN_TENANT_WORKSPACE_QUOTA, 0 there meaning none; default
+	// DefaultTenantWorkspaceQuota).
+	TenantWorkspaceQuota int64
+	// RetryLost retries a run that becomes lost once, automatically (never
+	// the retry of a retry), as POST /v1/runs/{id}/retry would: the turn
+	// runs again from the files it started from, and its tools run again,
+	// so what they did outside the workspace (a push, a request) may happen
+	// twice. Off by default (CLOPEN_RETRY_LOST).
+	RetryLost bool
+	// MetricsWithoutTenant leaves the tenant out of the budget metric's
+	// attributes (CLOPEN_METRICS_TENANT=off), as the workers do for theirs.
+	MetricsWithoutTenant bool
 	// Tokens are the caller tokens' public key and the dispatch tokens'
 	// signing key (TokenKeys): streammgr does not start without them.
 	Tokens bustoken.Keys
 }
+
+// DefaultTenantWorkspaceQuota is the files one tenant's sessions may hold
+// unless the deployment says otherwise.
+const DefaultTenantWorkspaceQuota = 50 << 30
 
 // TokenKeys are the bus token keys streammgr needs: it verifies the
 // gateway's caller tokens and signs the dispatch tokens of its jobs.
@@ -74,7 +94,7 @@ func DefaultConfig() Config {
 	return Config{Streams: DefaultStreamSettings(), MaxPromptBytes: 256 << 10, AckWait: 10 * time.Second,
 		SweepEvery: 10 * time.Second, LeaseGrace: 20 * time.Second, RepublishAfter: 30 * time.Second, Writers: 2,
 		StallAfter: 30 * time.Second, TenantMaxConcurrent: DefaultTenantLimits.MaxConcurrent,
-		TenantMaxQueued: DefaultTenantLimits.MaxQueued}
+		TenantMaxQueued: DefaultTenantLimits.MaxQueued, TenantWorkspaceQuota: DefaultTenantWorkspaceQuota}
 }
 
 // Deps are the connections streammgr runs on; the caller owns them.
@@ -117,10 +137,12 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	m.pipe = newPipeline(cfg, d.DB, d.NATS, js, d.Logger)
 	m.pipe.bus = m.bus
 	m.disp = &dispatcher{db: d.DB, bus: m.bus, flags: m.flags, log: d.Logger, prompt: m.buildEnginePrompt,
-		prime: m.pipe.prime, forget: m.pipe.markDeleted, admit: newAdmitter(),
+		prime: m.pipe.prime, forget: m.pipe.markDeleted, admit: newTenantSet(),
 		limits: store.Limits{MaxConcurrent: cmp.Or(cfg.TenantMaxConcurrent, DefaultTenantLimits.MaxConcurrent),
-			MaxQueued: cmp.Or(cfg.TenantMaxQueued, DefaultTenantLimits.MaxQueued)}}
+			MaxQueued: cmp.Or(cfg.TenantMaxQueued, DefaultTenantLimits.MaxQueued)}, retryLost: cfg.RetryLost}
 	m.pipe.disp = m.disp
+	m.watch = newBudgetWatch(m, !cfg.MetricsWithoutTenant)
+	m.disp.watch, m.pipe.watch = m.watch, m.watch
 	s, err := micro.AddService(d.NATS, micro.Config{Name: Name, Version: "0.1.0",
 		Description: "chat sessions, runs and the event log"})
 	if err != nil {
@@ -143,6 +165,7 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return m.pipe.run(gctx) })
 	g.Go(func() error { return m.disp.admitLoop(gctx, cmp.Or(cfg.SweepEvery, DefaultConfig().SweepEvery)) })
+	g.Go(func() error { return m.watch.run(gctx) })
 	for n, writes := range m.pipe.writes {
 		g.Go(func() error { return m.pipe.writeLoop(gctx, n, writes) })
 	}
@@ -202,6 +225,25 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 				return fmt.Errorf("%s=%q: want %d to %d", v.name, s, v.min, v.max)
 			}
 			*v.into = n
+		}
+	}
+	if v := getenv("CLOPEN_TENANT_WORKSPACE_QUOTA"); v != "" {
+		n, err := bytesize.Parse(v)
+		if err != nil {
+			return fmt.Errorf("CLOPEN_TENANT_WORKSPACE_QUOTA=%q: %w (0: no quota)", v, err)
+		}
+		cfg.TenantWorkspaceQuota = cmp.Or(n, -1)
+	}
+	switch v := getenv("CLOPEN_METRICS_TENANT"); v {
+	case "", "on":
+	case "off":
+		cfg.MetricsWithoutTenant = true
+	default:
+		return fmt.Errorf("CLOPEN_METRICS_TENANT=%q: want on or off", v)
+	}
+	if v := getenv("CLOPEN_RETRY_LOST"); v != "" {
+		if cfg.RetryLost, err = strconv.ParseBool(v); err != nil {
+			return fmt.Errorf("CLOPEN_RETRY_LOST=%q: want true or false", v)
 		}
 	}
 	if cfg.Tokens, err = bustoken.FromEnv(getenv); err != nil {

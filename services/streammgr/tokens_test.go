@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -126,7 +127,7 @@ func TestJobsCarryTheirRunsToken(t *testing.T) {
 	}
 	want := bustoken.Claims{Kind: bustoken.Dispatch, TenantID: "t1", UserID: "u1", RunID: "r1", SessionID: "s1", ProjectID: "p1",
 		Engine: "codex", AccountID: "a1", IssuedAt: c.IssuedAt, ExpiresAt: c.IssuedAt + int64(bustoken.DispatchTTL/time.Second)}
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("claims = %+v, want %+v", c, want)
 	}
 }

@@ -38,6 +38,7 @@ func (p *pipeline) writeLoop(ctx context.Context, n int, writes <-chan *write) e
 		case w := <-writes:
 			batch = append(batch, w)
 		case <-ctx.Done():
+			p.handBackQueued(writes)
 			return nil
 		}
 	drain:
@@ -52,15 +53,36 @@ func (p *pipeline) writeLoop(ctx context.Context, n int, writes <-chan *write) e
 		p.prog.begin(n, batch)
 		fx := p.settle(ctx, n, batch)
 		p.prog.end(n)
-		if ctx.Err() != nil {
-			return nil // not committed: the messages will be redelivered
+		if ctx.Err() != nil { // not committed: the next instance routes them again
+			for _, w := range batch {
+				handBack(w.msg)
+			}
+			p.handBackQueued(writes)
+			return nil
 		}
 		for _, w := range batch {
 			if w.msg != nil {
 				_ = w.msg.Ack()
 			}
+			if p.watch != nil && (w.out.Run.Live != nil || w.out.Terminal != "") {
+				p.watch.queue.kick(w.tenant) // its spend grew: the budget watch checks it
+			}
 		}
 		p.disp.admit.kick(fx...) // the tenants of ended runs have room, or a next turn to admit
+	}
+}
+
+// handBackQueued hands back what waits in writes, uncommitted, once the
+// routing that fills it has stopped.
+func (p *pipeline) handBackQueued(writes <-chan *write) {
+	<-p.stopped
+	for {
+		select {
+		case w := <-writes:
+			handBack(w.msg)
+		default:
+			return
+		}
 	}
 }
 
@@ -191,7 +213,15 @@ func (p *pipeline) commit(ctx context.Context, batch []*write, dead *burial) ([]
 		if err != nil {
 			return err
 		}
+		if err := store.SettleSpend(ctx, tx, endedRuns(ends)); err != nil {
+			return err // what the ended runs spent goes to the budgets' ledger with their end
+		}
 		for _, e := range ends {
+			if e.State == events.RunLost && p.disp.retryLost {
+				if err := p.disp.retryLocked(ctx, tx, e); err != nil {
+					return err
+				}
+			}
 			if err := p.disp.releaseLocked(ctx, tx, e.Tenant, e.Session, e.Run); err != nil {
 				return err
 			}
@@ -340,6 +370,15 @@ func (p *pipeline) waitChat(ctx context.Context, batch []*write) map[string]uint
 		}
 	}
 	return cursors
+}
+
+// endedRuns are the ids of ends.
+func endedRuns(ends []store.Ended) []string {
+	out := make([]string, len(ends))
+	for i, e := range ends {
+		out[i] = e.Run
+	}
+	return out
 }
 
 // project converts routed writes into the store's projection input.

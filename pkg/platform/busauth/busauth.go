@@ -124,13 +124,18 @@ func concat(parts ...[]string) []string {
 // grants is the table: what each role needs, and nothing else.
 var grants = map[Role]Grant{
 	// The gateway calls the services for its clients, follows chats (the
-	// CHAT stream), lists workers, and fans project notifications out.
+	// CHAT stream), lists workers, fans project notifications out, reads
+	// the sessions' files for their users and writes the projects' bases
+	// (the snapshots object store).
 	Gateway: {
 		Publish: concat([]string{
 			"svc.streammgr.>", "svc." + events.ArtifactsService + ".>", "svc." + events.EngineService + ".>",
-		}, readsStream(events.StreamChat), readsKV(events.BucketWorkers)),
+			svcSubject(events.MCPBridgeService, events.OpMCPServersProbe),
+		}, readsStream(events.StreamChat), readsKV(events.BucketWorkers), ownsObjects(events.BucketSnapshots)),
 		// A credential in plain text is for the worker that runs a turn.
-		DenyPub:   []string{svcSubject(events.ArtifactsService, events.OpAccountsResolve)},
+		DenyPub: []string{svcSubject(events.ArtifactsService, events.OpAccountsResolve),
+			svcSubject(events.ArtifactsService, events.OpSourceCredentialResolve),
+			svcSubject(events.ArtifactsService, events.OpMCPServersResolve)},
 		Subscribe: []string{"notify.>"},
 	},
 	// streammgr owns the EVENTS, CHAT and JOBS streams and the run_ctl
@@ -153,6 +158,7 @@ var grants = map[Role]Grant{
 			events.SubjectEventsAll,
 			svcSubject(events.ArtifactsService, events.OpContent),
 			svcSubject(events.ArtifactsService, events.OpAccountsResolve),
+			svcSubject(events.ArtifactsService, events.OpSourceCredentialResolve),
 		}, readsStream(events.StreamJobs), ownsKV(events.BucketRunOwner), ownsKV(events.BucketWorkers),
 			ownsObjects(events.BucketSnapshots),
 			readsKV(events.BucketRunCtl), readsKV(events.BucketArtifactRev)),
@@ -165,8 +171,13 @@ var grants = map[Role]Grant{
 		Subscribe: concat([]string{"svc." + events.ArtifactsService + ".>"}, serves(events.ArtifactsService)),
 		Responds:  true,
 	},
-	// The MCP bridge registers its service and nothing more yet.
+	// The MCP bridge reads which runs are live (the run_owner bucket), asks
+	// the worker of a run to serve that run's ask and notify tools, and
+	// resolves the external MCP servers it reaches for a run, their
+	// secrets in clear.
 	Bridge: {
+		Publish: concat([]string{"ctl.run.*." + events.VerbAsk, "ctl.run.*." + events.VerbNotify,
+			svcSubject(events.ArtifactsService, events.OpMCPServersResolve)}, readsKV(events.BucketRunOwner)),
 		Subscribe: concat([]string{"svc.mcpbridge.>"}, serves("mcpbridge")),
 		Responds:  true,
 	},

@@ -161,6 +161,9 @@ func TestForgeriesAreRefused(t *testing.T) {
 		allowed []busauth.Role
 	}{
 		{"resolve a tenant's credential", resolve, []busauth.Role{busauth.Worker}},
+		{"resolve a project's repository credential", "svc." + events.ArtifactsService + "." + events.OpSourceCredentialResolve, []busauth.Role{busauth.Worker}},
+		{"resolve an MCP server's secrets", "svc." + events.ArtifactsService + "." + events.OpMCPServersResolve, []busauth.Role{busauth.Bridge}},
+		{"probe an MCP server", "svc." + events.MCPBridgeService + "." + events.OpMCPServersProbe, []busauth.Role{busauth.Gateway}},
 		{"start a turn", "svc.streammgr.start", []busauth.Role{busauth.Gateway}},
 		{"cancel a run", "ctl.run.r1.cancel", []busauth.Role{busauth.Streammgr}},
 		{"rewrite instructions", "svc.artifacts.instructions.put", []busauth.Role{busauth.Gateway}},

@@ -3,12 +3,15 @@
 // request body: it takes it from a token signed by the one service entitled
 // to vouch for it.
 //
-// There are two kinds. A caller token is signed by the gateway for the
+// There are three kinds. A caller token is signed by the gateway for the
 // principal it authenticated, per request, and lives a couple of minutes. A
 // dispatch token is signed by streammgr into each job it dispatches; it
 // binds the tenant to the run, the engine and the account, and lives as
-// long as a run may. Each kind has its own ed25519 key pair, so a holder of
-// one signing key cannot make tokens of the other kind.
+// long as a run may. An mcp token is signed by the worker running a run,
+// afresh for every request the run's agent makes to the MCP bridge, and
+// lives minutes: it binds the request to that run's tenant, project,
+// session and MCP servers. Each kind has its own ed25519 key pair, so a
+// holder of one signing key cannot make tokens of another kind.
 //
 // A token is base64url(JSON claims) "." base64url(ed25519 signature of the
 // first part), both without padding.
@@ -33,7 +36,11 @@ type Kind string
 const (
 	Caller   Kind = "caller"   // the gateway, for an authenticated principal
 	Dispatch Kind = "dispatch" // streammgr, for a run it dispatched
+	MCP      Kind = "mcp"      // the worker, for one MCP request of a run it runs
 )
+
+// kinds are the kinds there are, in a stable order.
+var kinds = []Kind{Caller, Dispatch, MCP}
 
 // Lifetimes of the tokens the services sign.
 const (
@@ -43,10 +50,23 @@ const (
 	// wait in the JOBS stream, be redelivered to another worker, and a run
 	// may last hours. It is a day, with margin over any run's length.
 	DispatchTTL = 25 * time.Hour
+	// MCPTTL covers one MCP request from an agent to the bridge: the
+	// worker signs one per request, so a token that leaked is soon dead.
+	// A tool call the bridge is serving (a question the user answers
+	// later) is not cut by its token expiring.
+	MCPTTL = 5 * time.Minute
 	// Skew is how far the signer's clock may be ahead of or behind the
 	// verifier's.
 	Skew = 30 * time.Second
 )
+
+// DispatchHeader is the HTTP header in which a worker's MCP proxy hands
+// the MCP bridge the dispatch token of the run a request comes from, beside
+// its mcp token: the bridge calls other services for the run with it (the
+// run's external MCP servers are resolved only for a dispatch token of the
+// run's project), after checking it names the mcp token's tenant, project
+// and run.
+const DispatchHeader = "X-Clopen-Dispatch"
 
 // maxLen bounds a token: claims are a few hundred bytes.
 const maxLen = 4096
@@ -65,6 +85,9 @@ type Claims struct {
 	ProjectID string `json:"projectId,omitempty"`
 	Engine    string `json:"engine,omitempty"`
 	AccountID string `json:"accountId,omitempty"`
+	// Servers are the slugs of the external MCP servers an mcp token's run
+	// may reach.
+	Servers []string `json:"servers,omitempty"`
 
 	IssuedAt  int64 `json:"iat"` // Unix seconds
 	ExpiresAt int64 `json:"exp"` // Unix seconds
@@ -87,7 +110,7 @@ type Signer struct {
 
 // NewSigner returns a Signer of kind with key, whose tokens live ttl.
 func NewSigner(kind Kind, key ed25519.PrivateKey, ttl time.Duration) (*Signer, error) {
-	if kind != Caller && kind != Dispatch {
+	if !slices.Contains(kinds, kind) {
 		return nil, fmt.Errorf("bustoken: unknown kind %q", kind)
 	}
 	if len(key) != ed25519.PrivateKeySize {
@@ -116,7 +139,12 @@ func (s *Signer) SignAt(c Claims, now time.Time) (string, error) {
 	}
 	payload := base64.RawURLEncoding.EncodeToString(body)
 	sig := ed25519.Sign(s.key, []byte(payload))
-	return payload + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	tok := payload + "." + base64.RawURLEncoding.EncodeToString(sig)
+	if len(tok) > maxLen {
+		// Verify would refuse it: fail here, where the cause is known.
+		return "", fmt.Errorf("bustoken: a %s token of %d bytes is longer than %d", s.kind, len(tok), maxLen)
+	}
+	return tok, nil
 }
 
 // Verifier checks tokens against the public key of each kind it knows. It
@@ -134,7 +162,7 @@ func NewVerifier(keys map[Kind]ed25519.PublicKey) (*Verifier, error) {
 		if pub == nil {
 			continue
 		}
-		if k != Caller && k != Dispatch {
+		if !slices.Contains(kinds, k) {
 			return nil, fmt.Errorf("bustoken: unknown kind %q", k)
 		}
 		if len(pub) != ed25519.PublicKeySize {
@@ -148,7 +176,7 @@ func NewVerifier(keys map[Kind]ed25519.PublicKey) (*Verifier, error) {
 // Kinds are the kinds v can verify.
 func (v *Verifier) Kinds() []Kind {
 	var out []Kind
-	for _, k := range []Kind{Caller, Dispatch} {
+	for _, k := range kinds {
 		if v != nil && v.keys[k] != nil {
 			out = append(out, k)
 		}

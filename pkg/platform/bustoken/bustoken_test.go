@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -113,6 +114,46 @@ func TestVerifyRefuses(t *testing.T) {
 	}
 }
 
+// TestMCPKind: an mcp token carries its run's servers and lives minutes;
+// the mcp key makes no other kind, and another kind's key makes no mcp
+// token a verifier accepts.
+func TestMCPKind(t *testing.T) {
+	k := Generate()
+	ms, err := k.MCPSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := ms.Sign(Claims{TenantID: "t1", ProjectID: "p1", SessionID: "s1", RunID: "r1", Engine: "pi", Servers: []string{"docs"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := k.Verifier()
+	c, err := v.Verify(tok, MCP)
+	if err != nil {
+		t.Fatalf("Verify(mcp token) = %v", err)
+	}
+	if c.Kind != MCP || c.RunID != "r1" || c.ProjectID != "p1" || len(c.Servers) != 1 || c.Servers[0] != "docs" {
+		t.Errorf("claims = %+v", c)
+	}
+	if got := time.Duration(c.ExpiresAt-c.IssuedAt) * time.Second; got != MCPTTL {
+		t.Errorf("lifetime = %v, want %v", got, MCPTTL)
+	}
+	if _, err := v.Verify(tok, Dispatch, Caller); err == nil {
+		t.Error("an mcp token passed as a dispatch or caller token")
+	}
+	ds, _ := k.DispatchSigner()
+	dt, _ := ds.Sign(Claims{TenantID: "t1", RunID: "r1"})
+	if _, err := v.Verify(dt, MCP); err == nil {
+		t.Error("a dispatch token passed as an mcp token")
+	}
+	// The dispatch key signing a token labelled mcp: refused by signature.
+	wrongKey, _ := NewSigner(MCP, k.DispatchKey, MCPTTL)
+	forged, _ := wrongKey.Sign(Claims{TenantID: "t1", RunID: "r1"})
+	if _, err := v.Verify(forged, MCP); err == nil || !strings.Contains(err.Error(), "bad signature") {
+		t.Errorf("Verify(mcp token signed with the dispatch key) = %v, want bad signature", err)
+	}
+}
+
 func TestSignerRefuses(t *testing.T) {
 	k := Generate()
 	if _, err := NewSigner("root", k.CallerKey, time.Minute); err == nil {
@@ -134,19 +175,20 @@ func TestKeysEnv(t *testing.T) {
 		name, v, _ := strings.Cut(line, "=")
 		env[name] = v
 	}
-	if len(env) != 4 {
-		t.Fatalf("Env has %d variables, want 4:\n%s", len(env), k.Env())
+	if len(env) != 6 {
+		t.Fatalf("Env has %d variables, want 6:\n%s", len(env), k.Env())
 	}
 	got, err := FromEnv(func(n string) string { return env[n] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !got.CallerKey.Equal(k.CallerKey) || !got.CallerPubKey.Equal(k.CallerPubKey) ||
-		!got.DispatchKey.Equal(k.DispatchKey) || !got.DispatchPubKey.Equal(k.DispatchPubKey) {
+		!got.DispatchKey.Equal(k.DispatchKey) || !got.DispatchPubKey.Equal(k.DispatchPubKey) ||
+		!got.MCPKey.Equal(k.MCPKey) || !got.MCPPubKey.Equal(k.MCPPubKey) {
 		t.Error("FromEnv(Env()) differs from the keys")
 	}
 	gw := k.Only(Need{CallerKey: true})
-	if gw.CallerPubKey != nil || gw.DispatchKey != nil || gw.DispatchPubKey != nil {
+	if gw.CallerPubKey != nil || gw.DispatchKey != nil || gw.DispatchPubKey != nil || gw.MCPKey != nil || gw.MCPPubKey != nil {
 		t.Errorf("Only(caller key) kept more: %+v", gw)
 	}
 	err = gw.Check(Need{CallerKey: true, DispatchPubKey: true})
@@ -193,4 +235,31 @@ func FuzzVerify(f *testing.F) {
 			t.Fatalf("Verify accepted %q, which the key did not sign", tok)
 		}
 	})
+}
+
+// TestSignRefusesWhatVerifyWould: an mcp token naming as many external
+// servers as a run may get (events.MaxRunMCPServers, 32, slugs of 64
+// characters) is signed and verifies; one whose claims would not fit is
+// refused by the signer, not left for the verifier to refuse.
+func TestSignRefusesWhatVerifyWould(t *testing.T) {
+	keys := Generate()
+	signer, _ := keys.MCPSigner()
+	claims := func(n int) Claims {
+		c := Claims{TenantID: "2f8b6f0e-8c1e-4f57-9a55-6a0d1c9e2b11", ProjectID: "2f8b6f0e-8c1e-4f57-9a55-6a0d1c9e2b12",
+			SessionID: "2f8b6f0e-8c1e-4f57-9a55-6a0d1c9e2b13", RunID: "2f8b6f0e-8c1e-4f57-9a55-6a0d1c9e2b14", Engine: "claude-code"}
+		for i := range n {
+			c.Servers = append(c.Servers, fmt.Sprintf("%02d-%s", i, strings.Repeat("s", 61)))
+		}
+		return c
+	}
+	tok, err := signer.Sign(claims(32))
+	if err != nil {
+		t.Fatalf("Sign of 32 servers: %v", err)
+	}
+	if c, err := keys.Verifier().Verify(tok, MCP); err != nil || len(c.Servers) != 32 {
+		t.Fatalf("Verify of 32 servers = %d servers, %v", len(c.Servers), err)
+	}
+	if _, err := signer.Sign(claims(60)); err == nil || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("Sign of 60 servers = %v, want refused as too long", err)
+	}
 }

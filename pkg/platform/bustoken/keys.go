@@ -15,19 +15,23 @@ const (
 	EnvCallerKey      = "CLOPEN_CALLER_KEY"      // the gateway's
 	EnvCallerPubKey   = "CLOPEN_CALLER_PUBKEY"   // every service serving the gateway
 	EnvDispatchKey    = "CLOPEN_DISPATCH_KEY"    // streammgr's
-	EnvDispatchPubKey = "CLOPEN_DISPATCH_PUBKEY" // artifacts'
+	EnvDispatchPubKey = "CLOPEN_DISPATCH_PUBKEY" // artifacts' and the MCP bridge's
+	EnvMCPKey         = "CLOPEN_MCP_KEY"         // the workers'
+	EnvMCPPubKey      = "CLOPEN_MCP_PUBKEY"      // the MCP bridge's
 )
 
-// Keys are the key pairs of both kinds; a service holds only the parts it
+// Keys are the key pairs of every kind; a service holds only the parts it
 // needs (Only). A nil field is a key this holder does not have.
 type Keys struct {
 	CallerKey      ed25519.PrivateKey
 	CallerPubKey   ed25519.PublicKey
 	DispatchKey    ed25519.PrivateKey
 	DispatchPubKey ed25519.PublicKey
+	MCPKey         ed25519.PrivateKey
+	MCPPubKey      ed25519.PublicKey
 }
 
-// Generate makes fresh key pairs of both kinds: what `clopen dev` and
+// Generate makes fresh key pairs of every kind: what `clopen dev` and
 // `clopen admin bus-keys` start from.
 func Generate() Keys {
 	cpub, cpriv, err := ed25519.GenerateKey(rand.Reader)
@@ -38,12 +42,16 @@ func Generate() Keys {
 	if err != nil {
 		panic(err)
 	}
-	return Keys{CallerKey: cpriv, CallerPubKey: cpub, DispatchKey: dpriv, DispatchPubKey: dpub}
+	mpub, mpriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		panic(err)
+	}
+	return Keys{CallerKey: cpriv, CallerPubKey: cpub, DispatchKey: dpriv, DispatchPubKey: dpub, MCPKey: mpriv, MCPPubKey: mpub}
 }
 
 // Need says which keys a service needs.
 type Need struct {
-	CallerKey, CallerPubKey, DispatchKey, DispatchPubKey bool
+	CallerKey, CallerPubKey, DispatchKey, DispatchPubKey, MCPKey, MCPPubKey bool
 }
 
 // Vars are the environment variables of the keys n names, in the order
@@ -53,7 +61,8 @@ func (n Need) Vars() []string {
 	for _, v := range []struct {
 		need bool
 		env  string
-	}{{n.CallerKey, EnvCallerKey}, {n.CallerPubKey, EnvCallerPubKey}, {n.DispatchKey, EnvDispatchKey}, {n.DispatchPubKey, EnvDispatchPubKey}} {
+	}{{n.CallerKey, EnvCallerKey}, {n.CallerPubKey, EnvCallerPubKey}, {n.DispatchKey, EnvDispatchKey}, {n.DispatchPubKey, EnvDispatchPubKey},
+		{n.MCPKey, EnvMCPKey}, {n.MCPPubKey, EnvMCPPubKey}} {
 		if v.need {
 			out = append(out, v.env)
 		}
@@ -76,6 +85,12 @@ func (k Keys) Only(n Need) Keys {
 	if n.DispatchPubKey {
 		out.DispatchPubKey = k.DispatchPubKey
 	}
+	if n.MCPKey {
+		out.MCPKey = k.MCPKey
+	}
+	if n.MCPPubKey {
+		out.MCPPubKey = k.MCPPubKey
+	}
 	return out
 }
 
@@ -91,6 +106,8 @@ func (k Keys) Check(n Need) error {
 		{n.CallerPubKey, k.CallerPubKey != nil, EnvCallerPubKey},
 		{n.DispatchKey, k.DispatchKey != nil, EnvDispatchKey},
 		{n.DispatchPubKey, k.DispatchPubKey != nil, EnvDispatchPubKey},
+		{n.MCPKey, k.MCPKey != nil, EnvMCPKey},
+		{n.MCPPubKey, k.MCPPubKey != nil, EnvMCPPubKey},
 	} {
 		if m.need && !m.have {
 			missing = append(missing, m.env)
@@ -118,6 +135,12 @@ func FromEnv(getenv func(string) string) (Keys, error) {
 		return Keys{}, err
 	}
 	if k.DispatchPubKey, err = publicFromEnv(getenv, EnvDispatchPubKey); err != nil {
+		return Keys{}, err
+	}
+	if k.MCPKey, err = privateFromEnv(getenv, EnvMCPKey); err != nil {
+		return Keys{}, err
+	}
+	if k.MCPPubKey, err = publicFromEnv(getenv, EnvMCPPubKey); err != nil {
 		return Keys{}, err
 	}
 	return k, nil
@@ -157,6 +180,7 @@ func (k Keys) Env() string {
 	}{
 		{EnvCallerKey, seedOf(k.CallerKey)}, {EnvCallerPubKey, k.CallerPubKey},
 		{EnvDispatchKey, seedOf(k.DispatchKey)}, {EnvDispatchPubKey, k.DispatchPubKey},
+		{EnvMCPKey, seedOf(k.MCPKey)}, {EnvMCPPubKey, k.MCPPubKey},
 	} {
 		if kv.raw != nil {
 			fmt.Fprintf(&b, "%s=%s\n", kv.name, base64.StdEncoding.EncodeToString(kv.raw))
@@ -175,7 +199,7 @@ func seedOf(k ed25519.PrivateKey) []byte {
 // Verifier verifies the kinds whose public keys k holds (keys of the
 // wrong length, which FromEnv and Generate never make, are left out).
 func (k Keys) Verifier() *Verifier {
-	v, _ := NewVerifier(map[Kind]ed25519.PublicKey{Caller: k.CallerPubKey, Dispatch: k.DispatchPubKey})
+	v, _ := NewVerifier(map[Kind]ed25519.PublicKey{Caller: k.CallerPubKey, Dispatch: k.DispatchPubKey, MCP: k.MCPPubKey})
 	return v
 }
 
@@ -187,3 +211,6 @@ func (k Keys) CallerSigner() (*Signer, error) { return NewSigner(Caller, k.Calle
 func (k Keys) DispatchSigner() (*Signer, error) {
 	return NewSigner(Dispatch, k.DispatchKey, DispatchTTL)
 }
+
+// MCPSigner signs mcp tokens with k.MCPKey, living MCPTTL.
+func (k Keys) MCPSigner() (*Signer, error) { return NewSigner(MCP, k.MCPKey, MCPTTL) }

@@ -56,25 +56,31 @@ const lookupTimeout = 5 * time.Second
 // This is a check when the URL is saved; a name can resolve differently
 // later, so the connection itself must be checked too (NotPublic).
 func (p Policy) CheckURL(ctx context.Context, raw string) error {
+	return p.CheckField(ctx, "apiUrl", raw)
+}
+
+// CheckField is CheckURL for a URL the request calls field: the error
+// names it (an MCP server's "url", a provider's "apiUrl").
+func (p Policy) CheckField(ctx context.Context, field, raw string) error {
 	if raw == "" {
 		return nil
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("apiUrl: %v", err)
+		return fmt.Errorf("%s: %v", field, err)
 	}
 	host := strings.ToLower(u.Hostname())
 	switch {
 	case u.Scheme != "https" && u.Scheme != "http":
-		return fmt.Errorf("apiUrl %q: want an https URL", raw)
+		return fmt.Errorf("%s %q: want an https URL", field, raw)
 	case host == "":
-		return fmt.Errorf("apiUrl %q: no host", raw)
+		return fmt.Errorf("%s %q: no host", field, raw)
 	case u.User != nil:
-		return fmt.Errorf("apiUrl: credentials do not belong in the URL; put them in an account")
+		return fmt.Errorf("%s: credentials do not belong in the URL; put them in an account", field)
 	}
 	allowed := slices.Contains(p.Allow, host)
 	if u.Scheme == "http" && !allowed {
-		return fmt.Errorf("apiUrl %q: plain http is allowed only to hosts the operator lists (CLOPEN_PROVIDER_ALLOW); use https", raw)
+		return fmt.Errorf("%s %q: plain http is allowed only to hosts the operator lists (CLOPEN_PROVIDER_ALLOW); use https", field, raw)
 	}
 	if allowed {
 		return nil
@@ -88,7 +94,7 @@ func (p Policy) CheckURL(ctx context.Context, raw string) error {
 	}
 	for _, a := range addrs {
 		if why := NotPublic(a); why != "" {
-			return fmt.Errorf("apiUrl %q: %s is %s (%s); only public addresses may be used unless the operator allows the host", raw, host, why, a)
+			return fmt.Errorf("%s %q: %s is %s (%s); only public addresses may be used unless the operator allows the host", field, raw, host, why, a)
 		}
 	}
 	return nil

@@ -88,9 +88,11 @@ func (c *Cache) lookup(abs string, info fs.FileInfo) (string, bool) {
 		return "", false
 	}
 	if f.Gen != c.gen {
+		// In memory only: a use alone does not make Save rewrite the
+		// file (every capture of a large workspace used to), so after a
+		// restart an entry may look up to saveEvery generations older.
 		f.Gen = c.gen
 		c.files[abs] = f
-		c.dirty = true
 	}
 	return f.SHA, true
 }
@@ -109,8 +111,13 @@ func (c *Cache) remember(abs string, info fs.FileInfo, sha string) {
 	c.dirty = true
 }
 
-// Save writes the cache to its directory if it changed, and starts a new
-// generation: entries unused for many generations are the first dropped.
+// saveEvery is how many generations may pass before Save writes what only
+// lookups changed (the entries' generations).
+const saveEvery = 16
+
+// Save writes the cache to its directory if entries were added, or every
+// saveEvery generations, and starts a new generation: entries unused for
+// many generations are the first dropped.
 func (c *Cache) Save() error {
 	if c == nil {
 		return nil
@@ -118,7 +125,7 @@ func (c *Cache) Save() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
-	if !c.dirty {
+	if !c.dirty && c.gen%saveEvery != 0 {
 		return nil
 	}
 	if len(c.files) > maxCached {

@@ -53,6 +53,7 @@ type Snapshots struct {
 	Store    Store
 	Tenant   string
 	Cache    *Cache // may be nil
+	Memo     *Memo  // may be nil
 	PackSize int64  // 0 means 8 MiB
 }
 
@@ -120,12 +121,7 @@ func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[strin
 		st.Took = time.Since(start)
 		return prev, st, s.Cache.Save()
 	}
-	data, err := encodeManifest(m)
-	if err != nil {
-		return nil, st, err
-	}
-	m.ID = manifestID(data)
-	n, err := s.Store.Put(ctx, manifestName(s.Tenant, m.ID), bytes.NewReader(data))
+	n, err := s.putManifest(ctx, m)
 	if err != nil {
 		return nil, st, fmt.Errorf("capture: %w", err)
 	}
@@ -133,8 +129,20 @@ func (s *Snapshots) Capture(ctx context.Context, prev *Manifest, trees map[strin
 	if err := s.Cache.Save(); err != nil {
 		return nil, st, err
 	}
+	s.Memo.put(s.Tenant, m)
 	st.Took = time.Since(start)
 	return m, st, nil
+}
+
+// putManifest stores m under its content address and sets m.ID; it
+// returns the bytes stored.
+func (s *Snapshots) putManifest(ctx context.Context, m *Manifest) (int64, error) {
+	data, err := encodeManifest(m)
+	if err != nil {
+		return 0, err
+	}
+	m.ID = manifestID(data)
+	return s.Store.Put(ctx, manifestName(s.Tenant, m.ID), bytes.NewReader(data))
 }
 
 // unchanged says m holds exactly what the stored manifest prev holds.

@@ -59,49 +59,68 @@ func Diff(a, b *Manifest, tree string) []Change {
 
 // CountLines fills in Added and Removed for the changes of regular files
 // up to 1 MiB on each side, and marks files holding a NUL byte Binary.
+// Each side's files are read in pack order, each pack once (a turn that
+// adds thousands of files reads what it stored, not a pack per file), and
+// kept as line hashes only.
 func (s *Snapshots) CountLines(ctx context.Context, a, b *Manifest, tree string, changes []Change) error {
+	paths := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		paths[c.Path] = true
+	}
+	before, err := s.lines(ctx, a, tree, paths)
+	if err != nil {
+		return err
+	}
+	after, err := s.lines(ctx, b, tree, paths)
+	if err != nil {
+		return err
+	}
 	for i := range changes {
 		c := &changes[i]
-		before, okA, err := s.small(ctx, a, tree, c.Path)
-		if err != nil {
-			return err
-		}
-		after, okB, err := s.small(ctx, b, tree, c.Path)
-		if err != nil {
-			return err
-		}
+		x, okA := before[c.Path]
+		y, okB := after[c.Path]
 		if !okA && !okB {
 			continue
 		}
-		if bytes.IndexByte(before, 0) >= 0 || bytes.IndexByte(after, 0) >= 0 {
+		if x.binary || y.binary {
 			c.Binary = true
 			continue
 		}
-		c.Added, c.Removed = lineDelta(splitLines(before), splitLines(after))
+		c.Added, c.Removed = lineDelta(x.hashes, y.hashes)
 	}
 	return nil
 }
 
-// small reads path's content from m if it is a regular file that CountLines
-// counts; ok is false otherwise.
-func (s *Snapshots) small(ctx context.Context, m *Manifest, tree, path string) ([]byte, bool, error) {
-	if m == nil {
-		return nil, false, nil
+// fileLines is what CountLines keeps of one side of a change.
+type fileLines struct {
+	hashes []uint64
+	binary bool
+}
+
+// lines reads the regular files of m's tree at paths that CountLines
+// counts (up to 1 MiB), as line hashes.
+func (s *Snapshots) lines(ctx context.Context, m *Manifest, tree string, paths map[string]bool) (map[string]fileLines, error) {
+	out := map[string]fileLines{}
+	if m == nil || len(paths) == 0 {
+		return out, nil
 	}
-	e, ok := m.Find(tree, path)
-	if !ok || !e.IsFile() || e.Size > maxLineCount {
-		return nil, false, nil
-	}
-	rc, _, err := s.Open(ctx, m, tree, path)
+	keep := func(e Entry) bool { return paths[e.Path] && e.Size <= maxLineCount }
+	err := s.FilesOf(ctx, m, tree, keep, func(e Entry, r io.Reader) error {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		if bytes.IndexByte(data, 0) >= 0 {
+			out[e.Path] = fileLines{binary: true}
+		} else {
+			out[e.Path] = fileLines{hashes: splitLines(data)}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, false, fmt.Errorf("count lines: %w", err)
+		return nil, fmt.Errorf("count lines: %w", err)
 	}
-	defer rc.Close()
-	data, err := io.ReadAll(rc)
-	if err != nil {
-		return nil, false, fmt.Errorf("count lines %s: %w", path, err)
-	}
-	return data, true, nil
+	return out, nil
 }
 
 // splitLines hashes each line, its newline included, so a missing final

@@ -113,9 +113,9 @@ func TestTenantsAreIsolated(t *testing.T) {
 	if _, err := b.Restore(ctx, m, map[string]string{"workspace": t.TempDir()}); !errors.Is(err, ErrNotFound) {
 		t.Errorf("b.Restore(a's manifest) = %v, want ErrNotFound", err)
 	}
-	names, err := store.List(ctx, "tenant-a/")
-	if err != nil || len(names) != 2 || !strings.HasPrefix(names[0], "tenant-a/manifests/") || !strings.HasPrefix(names[1], "tenant-a/packs/") {
-		t.Errorf("List(tenant-a/) = %v, %v; want one manifest and one pack", names, err)
+	objs, err := store.List(ctx, "tenant-a/")
+	if err != nil || len(objs) != 2 || !strings.HasPrefix(objs[0].Name, "tenant-a/manifests/") || !strings.HasPrefix(objs[1].Name, "tenant-a/packs/") {
+		t.Errorf("List(tenant-a/) = %v, %v; want one manifest and one pack", objs, err)
 	}
 	for _, bad := range []string{"", "a/b", "..", "a..b", ".", "a b", "a*"} {
 		s := &Snapshots{Store: store, Tenant: bad}
@@ -128,9 +128,12 @@ func TestTenantsAreIsolated(t *testing.T) {
 	}
 }
 
-func TestDiffAndCountLines(t *testing.T) {
+// changedPair captures a small workspace, changes it (one file edited, one
+// deleted, one binary changed, one added, one kept) and captures it again.
+func changedPair(t *testing.T) (s *Snapshots, m1, m2 *Manifest) {
+	t.Helper()
 	ctx := context.Background()
-	s := &Snapshots{Store: newStore(t), Tenant: "acme"}
+	s = &Snapshots{Store: newStore(t), Tenant: "acme"}
 	src := t.TempDir()
 	write(t, src, "main.go", "package main\n\nfunc main() {\n\tprintln(1)\n}\n", 0o644)
 	write(t, src, "gone.txt", "one\ntwo\n", 0o644)
@@ -145,10 +148,16 @@ func TestDiffAndCountLines(t *testing.T) {
 	os.Remove(filepath.Join(src, "gone.txt"))
 	write(t, src, "logo.png", "\x89PNG\x00\x02", 0o644)
 	write(t, src, "new.txt", "a\nb", 0o644)
-	m2, _, err := s.Capture(ctx, m1, trees)
+	m2, _, err = s.Capture(ctx, m1, trees)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, m1, m2
+}
+
+func TestDiffAndCountLines(t *testing.T) {
+	ctx := context.Background()
+	s, m1, m2 := changedPair(t)
 	changes := Diff(m1, m2, "workspace")
 	if err := s.CountLines(ctx, m1, m2, "workspace", changes); err != nil {
 		t.Fatal(err)

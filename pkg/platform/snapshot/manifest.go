@@ -251,13 +251,17 @@ func linkInside(p, link string) bool {
 	return ups <= strings.Count(p, "/")
 }
 
-// Load fetches and validates the tenant's manifest id.
+// Load fetches and validates the tenant's manifest id (from the memo, when
+// it holds it).
 func (s *Snapshots) Load(ctx context.Context, id string) (*Manifest, error) {
 	if err := validTenant(s.Tenant); err != nil {
 		return nil, err
 	}
 	if !validSHA(id) {
 		return nil, fmt.Errorf("load manifest: invalid id %q", id)
+	}
+	if m := s.Memo.get(s.Tenant, id); m != nil {
+		return m, nil
 	}
 	rc, err := s.Store.Get(ctx, manifestName(s.Tenant, id))
 	if err != nil {
@@ -276,5 +280,10 @@ func (s *Snapshots) Load(ctx context.Context, id string) (*Manifest, error) {
 		return nil, fmt.Errorf("load manifest %s: %w", id, err)
 	}
 	m.ID = id
+	s.Memo.put(s.Tenant, m)
 	return m, nil
 }
+
+// WorkspaceTree is the tree that holds a session's (and a project base's)
+// working files; a session restores it into its workspace.
+const WorkspaceTree = "workspace"

@@ -7,6 +7,8 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -28,8 +30,16 @@ type Store interface {
 	Get(ctx context.Context, name string) (io.ReadCloser, error)
 	// Delete removes name; ErrNotFound when there is no such object.
 	Delete(ctx context.Context, name string) error
-	// List returns the names that start with prefix, sorted.
-	List(ctx context.Context, prefix string) ([]string, error)
+	// List returns the objects whose names start with prefix, sorted by
+	// name.
+	List(ctx context.Context, prefix string) ([]Object, error)
+}
+
+// Object is one stored object as List reports it.
+type Object struct {
+	Name     string
+	Size     int64
+	Modified time.Time // when it was stored
 }
 
 // ObjectStore binds the JetStream object-store bucket, creating it (file
@@ -88,7 +98,7 @@ func (s objectStore) Delete(ctx context.Context, name string) error {
 	return nil
 }
 
-func (s objectStore) List(ctx context.Context, prefix string) ([]string, error) {
+func (s objectStore) List(ctx context.Context, prefix string) ([]Object, error) {
 	infos, err := s.obs.List(ctx)
 	if errors.Is(err, jetstream.ErrNoObjectsFound) {
 		return nil, nil
@@ -96,12 +106,69 @@ func (s objectStore) List(ctx context.Context, prefix string) ([]string, error) 
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", prefix, err)
 	}
-	var names []string
+	var objs []Object
 	for _, info := range infos {
 		if strings.HasPrefix(info.Name, prefix) {
-			names = append(names, info.Name)
+			objs = append(objs, Object{Name: info.Name, Size: int64(info.Size), Modified: info.ModTime})
 		}
 	}
-	sort.Strings(names)
-	return names, nil
+	sort.Slice(objs, func(i, j int) bool { return objs[i].Name < objs[j].Name })
+	return objs, nil
+}
+
+// Lazy returns a Store that opens the real one on first use and again on
+// every use until an open succeeds, so a process can start before the
+// bucket exists or the bus answers.
+func Lazy(open func(ctx context.Context) (Store, error)) Store { return &lazy{open: open} }
+
+type lazy struct {
+	open func(ctx context.Context) (Store, error)
+	mu   sync.Mutex
+	s    Store
+}
+
+func (l *lazy) store(ctx context.Context) (Store, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.s != nil {
+		return l.s, nil
+	}
+	s, err := l.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l.s = s
+	return s, nil
+}
+
+func (l *lazy) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	s, err := l.store(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return s.Put(ctx, name, r)
+}
+
+func (l *lazy) Get(ctx context.Context, name string) (io.ReadCloser, error) {
+	s, err := l.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Get(ctx, name)
+}
+
+func (l *lazy) Delete(ctx context.Context, name string) error {
+	s, err := l.store(ctx)
+	if err != nil {
+		return err
+	}
+	return s.Delete(ctx, name)
+}
+
+func (l *lazy) List(ctx context.Context, prefix string) ([]Object, error) {
+	s, err := l.store(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.List(ctx, prefix)
 }

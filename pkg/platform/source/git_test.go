@@ -215,6 +215,11 @@ func TestCloneLocalNeedsOption(t *testing.T) {
 	if _, err := Clone(context.Background(), Repo{URL: "file://" + bare}, filepath.Join(t.TempDir(), "c"), AllowLocal()); err != nil {
 		t.Errorf("Clone file:// with AllowLocal: %v", err)
 	}
+	for _, missing := range []string{filepath.Join(t.TempDir(), "none"), t.TempDir()} {
+		if _, err := Clone(context.Background(), Repo{URL: missing}, filepath.Join(t.TempDir(), "c"), AllowLocal()); !errors.Is(err, ErrNotRepository) {
+			t.Errorf("Clone of %s, no repository = %v, want ErrNotRepository", missing, err)
+		}
+	}
 }
 
 func TestValidateURL(t *testing.T) {

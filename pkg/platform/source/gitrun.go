@@ -144,7 +144,8 @@ func classify(op, stderr string, err error) error {
 	case strings.Contains(low, "remote branch") && strings.Contains(low, "not found"):
 		kind = ErrBranchNotFound
 	case strings.Contains(low, "not found"), strings.Contains(low, "does not appear to be a git repository"),
-		strings.Contains(low, "not a git repository"), strings.Contains(low, "returned error: 404"):
+		strings.Contains(low, "not a git repository"), strings.Contains(low, "returned error: 404"),
+		strings.Contains(low, "fatal: repository '") && strings.Contains(low, "' does not exist"):
 		kind = ErrNotRepository
 	}
 	if kind == nil {

@@ -217,6 +217,7 @@ func offerOf(ctx context.Context, setup Setup, specs []Spec) (map[events.EngineT
 			pending.offered = append(pending.offered, specs[i])
 		} else {
 			pending.specs, pending.states = append(pending.specs, specs[i]), append(pending.states, st.State)
+			pending.fixes = append(pending.fixes, st.Message)
 			if setup.Logger != nil {
 				setup.Logger.WarnContext(ctx, "engine not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)
 			}

@@ -20,6 +20,7 @@ import (
 	"clopen.dev/pkg/events/plan"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/claude"
+	"clopen.dev/services/engine-worker/internal/mcpproxy"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
@@ -181,6 +182,14 @@ func (s *Setup) ModelProxies() *modelproxy.Pool {
 		return nil
 	}
 	return s.Sandbox.ModelProxies()
+}
+
+// MCPProxy is the MCP proxy of the confined agents, nil when unconfined.
+func (s *Setup) MCPProxy() *mcpproxy.Proxy {
+	if s == nil {
+		return nil
+	}
+	return s.Sandbox.MCPProxy()
 }
 
 // Root is the install root.

@@ -74,6 +74,7 @@ type Pending struct {
 	setup       Setup
 	specs       []Spec
 	states      []State       // each one's last state, to log changes only
+	fixes       []string      // what would make each ready, as its check said
 	offered     []Spec        // offered at start
 	first, last time.Duration // the first wait, doubled after each round up to last
 }
@@ -86,6 +87,11 @@ type Changes struct {
 	// Withdraw removes an offered engine whose install is gone; why says
 	// what was found. Turns already running on it go on.
 	Withdraw func(typ events.EngineType, why string)
+	// Unready, when set, is told why each engine is not offered and what
+	// would make it ready: every pending engine when Watch starts, again
+	// whenever its state changes, and a withdrawn one. An engine offered
+	// later is ready again (Offer).
+	Unready func(typ events.EngineType, state State, fix string)
 }
 
 // Watch runs until ctx ends. Every first interval (30 s) it checks that
@@ -103,6 +109,18 @@ func (p *Pending) Watch(ctx context.Context, ch Changes) {
 	wait := p.first
 	next := time.Now().Add(wait) // the next probe of the pending engines
 	pending, last := slices.Clone(p.specs), slices.Clone(p.states)
+	unready := func(typ events.EngineType, st State, fix string) {
+		if ch.Unready != nil {
+			ch.Unready(typ, st, fix)
+		}
+	}
+	for i, s := range pending {
+		fix := ""
+		if i < len(p.fixes) {
+			fix = p.fixes[i]
+		}
+		unready(s.Type, last[i], fix)
+	}
 	var offered []Spec
 	if ch.Withdraw != nil {
 		offered = slices.Clone(p.offered)
@@ -126,6 +144,7 @@ func (p *Pending) Watch(ctx context.Context, ch Changes) {
 				log.WarnContext(ctx, "engine withdrawn: its install is gone", "engine", s.Type, "why", why)
 			}
 			ch.Withdraw(s.Type, why)
+			unready(s.Type, NotInstalled, "its install is gone ("+why+"): reinstall it with clopen engines install "+string(s.Type))
 			pending, last = append(pending, s), append(last, NotInstalled)
 			wait, next = p.first, time.Now() // look for a reinstall from now on
 		}
@@ -150,8 +169,11 @@ func (p *Pending) Watch(ctx context.Context, ch Changes) {
 				}
 				continue
 			}
-			if st.State != last[i] && log != nil && ctx.Err() == nil {
-				log.WarnContext(ctx, "engine still not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)
+			if st.State != last[i] && ctx.Err() == nil {
+				if log != nil {
+					log.WarnContext(ctx, "engine still not offered", "engine", st.Engine, "state", st.State, "fix", st.Message)
+				}
+				unready(s.Type, st.State, st.Message)
 			}
 			specs, states = append(specs, s), append(states, st.State)
 		}

@@ -203,6 +203,9 @@ func TestPendingWithdrawsARemovedEngineAndOffersItsReinstall(t *testing.T) {
 		p.Watch(ctx, Changes{
 			Offer:    func(typ events.EngineType, _ engine.Factory, v string) { seen <- "offer " + string(typ) + " " + v },
 			Withdraw: func(typ events.EngineType, why string) { seen <- "withdraw " + string(typ) + ": " + why },
+			Unready: func(typ events.EngineType, st State, fix string) {
+				seen <- "unready " + string(typ) + " " + string(st) + ": " + fix
+			},
 		})
 	}()
 	next := func(want string) {
@@ -227,8 +230,43 @@ func TestPendingWithdrawsARemovedEngineAndOffersItsReinstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	next("withdraw codex: " + bin)
+	next("unready codex not-installed: its install is gone")
 	writeAgent(t, root, s, "echo 1.2.3 '(Agent)'")
 	next("offer codex 1.2.3")
+	cancel()
+	<-done
+}
+
+// A worker learns why each engine it does not offer is not ready, and what
+// would fix it, as soon as Watch starts: its heartbeat says so.
+func TestPendingTellsWhyAnEngineIsNotOffered(t *testing.T) {
+	root := t.TempDir()
+	s := fakeSpec(nil) // nothing installed under root
+	setup := Setup{EnginesDir: root, ProbeTimeout: 2 * time.Second, Logger: logging.Discard()}
+	want := s.Check(context.Background(), setup)
+	if want.State != NotInstalled || want.Message == "" {
+		t.Fatalf("check = %+v, want not installed with a fix", want)
+	}
+	_, _, p := offerOf(context.Background(), setup, []Spec{s})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 4)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.Watch(ctx, Changes{
+			Offer:   func(events.EngineType, engine.Factory, string) {},
+			Unready: func(typ events.EngineType, st State, fix string) { got <- string(typ) + " " + string(st) + ": " + fix },
+		})
+	}()
+	select {
+	case g := <-got:
+		if w := string(s.Type) + " " + string(NotInstalled) + ": " + want.Message; g != w {
+			t.Errorf("unready = %q, want %q", g, w)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Watch never said why the engine is not offered")
+	}
 	cancel()
 	<-done
 }

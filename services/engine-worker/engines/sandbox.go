@@ -16,6 +16,7 @@ import (
 	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/services/engine-worker/internal/egressproxy"
 	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/mcpproxy"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"clopen.dev/services/engine-worker/internal/sandbox"
 )
@@ -55,6 +56,10 @@ func Sandboxing(ctx context.Context, getenv func(string) string, runDir string, 
 		}
 		sbx := &engine.Sandboxing{Sandbox: sb, Endpoints: (&loopbackBridges{dir: runDir, log: logger}).endpoints,
 			Proxies: &modelproxy.Pool{Dir: runDir, Options: modelproxy.Options{Allow: ProxyAllow(getenv), Logger: logger}}}
+		var err error
+		if sbx.MCP, err = mcpproxy.Listen(runDir); err != nil {
+			return nil, err
+		}
 		rules, err := egressproxy.ParseAllow(getenv(egressproxy.EnvAllow))
 		if err != nil {
 			return nil, err

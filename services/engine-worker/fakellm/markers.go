@@ -22,6 +22,8 @@ var shellMarker = regexp.MustCompile(`@@SH:([A-Za-z0-9_-]+)@@`)
 // markers are the directives found in the last user turn.
 type markers struct {
 	think, tool, write, ask, mcp, slow, fail bool
+	// mcpAsk: a call to an MCP server's ask_user tool (@@MCP_ASK@@).
+	mcpAsk bool
 	// rateLimit: HTTP 429 with Retry-After (@@RATELIMIT@@); slowFail: HTTP
 	// 500 after Config.ErrorDelay (@@SLOW_ERROR@@).
 	rateLimit, slowFail bool
@@ -41,8 +43,10 @@ func findMarkers(text string) markers {
 		write: strings.Contains(text, "@@WRITE@@"),
 		ask:   strings.Contains(text, "@@ASK@@"),
 		mcp:   strings.Contains(text, "@@MCP@@"),
-		slow:  strings.Contains(text, "@@SLOW@@"),
-		fail:  strings.Contains(text, "@@ERROR@@"),
+
+		mcpAsk: strings.Contains(text, "@@MCP_ASK@@"),
+		slow:   strings.Contains(text, "@@SLOW@@"),
+		fail:   strings.Contains(text, "@@ERROR@@"),
 
 		rateLimit: strings.Contains(text, "@@RATELIMIT@@"),
 		slowFail:  strings.Contains(text, "@@SLOW_ERROR@@"),
@@ -73,7 +77,7 @@ func (m markers) String() string {
 		name string
 	}{
 		{m.think, "@@THINK@@"}, {m.tool, "@@TOOL@@"}, {m.write, "@@WRITE@@"},
-		{m.ask, "@@ASK@@"}, {m.mcp, "@@MCP@@"}, {m.slow, "@@SLOW@@"}, {m.fail, "@@ERROR@@"},
+		{m.ask, "@@ASK@@"}, {m.mcp, "@@MCP@@"}, {m.mcpAsk, "@@MCP_ASK@@"}, {m.slow, "@@SLOW@@"}, {m.fail, "@@ERROR@@"},
 		{m.rateLimit, "@@RATELIMIT@@"}, {m.slowFail, "@@SLOW_ERROR@@"},
 		{m.jsonFenced, "@@JSON_FENCED@@"}, {m.jsonTruncated, "@@JSON_TRUNCATED@@"},
 	} {

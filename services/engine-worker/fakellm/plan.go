@@ -84,6 +84,14 @@ func answer(t turn, m markers) []step {
 		return []step{textOnly(toolResultPrefix + quote(*t.result))}
 	}
 	switch {
+	case m.mcpAsk:
+		if tl, ok := findMCPTool(t.tools, "ask_user"); ok {
+			return call("I need to ask you something.", tl, askArgs(decodeSchema(tl.schema)))
+		}
+		if t.toolSearch {
+			return []step{textOnly("Searching for the ask_user tool."), {kind: searchStep, args: `{"query":"ask_user","limit":8}`, id: newID("")}}
+		}
+		return missing("MCP ask_user tool", t)
 	case m.ask:
 		if tl, ok := findTool(t.tools, askTools); ok {
 			return call("I need to ask you something.", tl, askArgs(decodeSchema(tl.schema)))

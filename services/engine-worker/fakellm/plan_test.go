@@ -50,6 +50,8 @@ func kinds(r reply) []string {
 			out = append(out, "text:"+s.text())
 		case toolStep:
 			out = append(out, "tool:"+s.tool)
+		case searchStep:
+			out = append(out, "search:"+s.args)
 		}
 	}
 	return out
@@ -73,6 +75,16 @@ func TestDecide(t *testing.T) {
 			[]string{"text:fakellm: no shell tool is offered (tools: Read)."}},
 		{"no tools at all", turn{user: "@@ASK@@"}, []string{"text:fakellm: no ask-the-user tool is offered (tools: none)."}},
 		{"mcp", turn{user: "@@MCP@@", tools: []tool{{name: "mcp__probe__echo"}}}, []string{"text:Calling the echo tool.", "tool:mcp__probe__echo"}},
+		{"mcp ask_user over the agent's own ask tool", turn{user: "@@MCP_ASK@@", tools: []tool{{name: "ask_user"}, {name: "mcp__clopen__ask_user"}}},
+			[]string{"text:I need to ask you something.", "tool:mcp__clopen__ask_user"}},
+		{"mcp ask_user, Copilot's spelling", turn{user: "@@MCP_ASK@@", tools: []tool{{name: "clopen-ask_user"}}},
+			[]string{"text:I need to ask you something.", "tool:clopen-ask_user"}},
+		{"mcp ask_user in a namespace", turn{user: "@@MCP_ASK@@", tools: []tool{{name: "ask_user", namespace: "mcp__clopen__"}}},
+			[]string{"text:I need to ask you something.", "tool:ask_user"}},
+		{"mcp ask_user behind a tool search", turn{user: "@@MCP_ASK@@", toolSearch: true},
+			[]string{"text:Searching for the ask_user tool.", `search:{"query":"ask_user","limit":8}`}},
+		{"mcp ask_user not offered", turn{user: "@@MCP_ASK@@", tools: []tool{{name: "ask_user"}}},
+			[]string{"text:fakellm: no MCP ask_user tool is offered (tools: ask_user)."}},
 		{"json mode ignores markers", turn{user: "@@THINK@@ @@TOOL@@", tools: shell, jsonMode: true,
 			jsonSchema: json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)}, []string{`text:{"a":"fakellm"}`}},
 		{"json mode, truncated", turn{user: "@@JSON_TRUNCATED@@", jsonMode: true,

@@ -38,6 +38,20 @@ func findTool(offered []tool, names []string) (tool, bool) {
 	return tool{}, false
 }
 
+// findMCPTool returns the offered MCP tool named name: mcp__<server>__name
+// or another engine's spelling of it (mcp_<server>_name, <server>-name, or
+// name in an MCP server's namespace, as a Codex tool search loads it).
+func findMCPTool(offered []tool, name string) (tool, bool) {
+	for _, t := range offered {
+		lower := strings.ToLower(t.name)
+		if strings.HasSuffix(lower, "_"+name) || strings.HasSuffix(lower, "-"+name) ||
+			lower == name && strings.HasPrefix(strings.ToLower(t.namespace), "mcp") {
+			return t, true
+		}
+	}
+	return tool{}, false
+}
+
 // findEchoTool prefers an MCP tool (mcp__server__echo) over any other tool
 // whose name contains "echo".
 func findEchoTool(offered []tool) (tool, bool) {

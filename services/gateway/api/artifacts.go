@@ -139,3 +139,25 @@ type AdoptInput struct {
 	Path   string            `json:"path"`
 	Slug   string            `json:"slug,omitempty"` // default: the entry's own name
 }
+
+// MCPServers lists the external MCP servers of the tenant or a project.
+type MCPServers struct {
+	MCPServers []events.MCPServerDef `json:"mcpServers"`
+}
+
+// MCPServerInput creates (POST) or replaces (PUT .../{slug}) an external
+// MCP server. Env (stdio) and headers (http) are write-only: they are
+// sealed, and read back as their names alone. On a replace, env or
+// headers left out keep the stored ones and {} clears them.
+type MCPServerInput struct {
+	Slug      string              `json:"slug"`
+	Name      string              `json:"name,omitempty"`
+	Transport events.MCPTransport `json:"transport"`
+	URL       string              `json:"url,omitempty"`
+	Command   string              `json:"command,omitempty"`
+	Args      []string            `json:"args,omitempty"`
+	Env       map[string]string   `json:"env"`
+	Headers   map[string]string   `json:"headers"`
+	Exposure  events.MCPExposure  `json:"exposure"`
+	Disabled  bool                `json:"disabled,omitempty"`
+}

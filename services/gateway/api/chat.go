@@ -49,6 +49,20 @@ type SendMessage struct {
 	Effort          string            `json:"reasoningEffort,omitempty"`
 	ProfileID       *string           `json:"profileId,omitempty"`
 	ClientRequestID string            `json:"clientRequestId,omitempty"`
+	// ParentMessageID forks the session: the turn continues from that
+	// earlier message (its conversation and the files its turn left)
+	// instead of from HEAD.
+	ParentMessageID string `json:"parentMessageId,omitempty" doc:"Fork from an earlier message of the session: the turn continues from it (its conversation, and the files as its turn left them) instead of from HEAD. Only while no turn runs."`
+}
+
+// Checkpoints lists the turns on a session's HEAD, oldest first.
+type Checkpoints struct {
+	Checkpoints []events.Checkpoint `json:"checkpoints"`
+}
+
+// Restore names the message a session's HEAD goes back to.
+type Restore struct {
+	MessageID string `json:"messageId" doc:"A message of the session, such as a checkpoint's messageId."`
 }
 
 // Runs lists a session's runs, oldest first.
@@ -76,4 +90,10 @@ type Answer struct {
 // RunEvents is one page of a run's stored engine events, in order.
 type RunEvents struct {
 	Events []events.StoredEvent `json:"events"`
+}
+
+// AppliedSession is what applying a session to its project's base did.
+type AppliedSession struct {
+	BaseSnapshot string              `json:"baseSnapshot,omitempty" doc:"The project's base after the apply; absent while the project has no files."`
+	Changes      []events.FileChange `json:"changes" doc:"What the apply changed in the base, with line counts; empty when the session changed nothing the base lacks."`
 }

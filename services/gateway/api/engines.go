@@ -17,6 +17,10 @@ type EngineReadiness struct {
 	Workers  int               `json:"workers"`
 	Versions []string          `json:"versions"`
 	Message  string            `json:"message,omitempty"`
+	// State, on an engine that is not ready, is what a live worker found
+	// when it checked it (not-installed, not-responding, needs-update,
+	// needs-account); empty when no worker reports it.
+	State string `json:"state,omitempty" doc:"Why the engine is not ready, as a live worker found it: not-installed, not-responding, needs-update or needs-account (the message says what to do); absent when no live worker reports on it."`
 }
 
 // Generate picks the engine a generator runs on; model, provider and
@@ -28,6 +32,9 @@ type Generate struct {
 	AccountID string            `json:"accountId,omitempty"`
 	// Instructions add to a git generator's prompt ("mention the ticket").
 	Instructions string `json:"instructions,omitempty"`
+	// SessionID names the chat session of the project whose changes (its
+	// workspace at HEAD against the base it started from) are described.
+	SessionID string `json:"sessionId" doc:"The project's chat session whose changes to describe: its workspace at HEAD against the base it started from."`
 }
 
 // GenerateDraft asks for an artifact draft from its purpose.

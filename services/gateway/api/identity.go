@@ -7,7 +7,11 @@
 // defines.
 package api
 
-import "time"
+import (
+	"time"
+
+	"clopen.dev/pkg/events"
+)
 
 // Roles of a user in its tenant.
 const (
@@ -101,6 +105,32 @@ type Project struct {
 	// Role is the caller's role in the project; empty for an admin who is
 	// not a member.
 	Role string `json:"role,omitempty"`
+	// Source is where the project's files come from; BaseSnapshot names
+	// the snapshot of its base (what a new session starts from), absent
+	// while the project is empty.
+	Source       ProjectSource `json:"source"`
+	BaseSnapshot string        `json:"baseSnapshot,omitempty" doc:"The snapshot of the project's base files: what a new session starts from and what a session is applied back to; absent while the project is empty."`
+	BaseCommit   string        `json:"baseCommit,omitempty" doc:"The git commit the base was made from, for a git project."`
+}
+
+// SourceKind says where a project's files come from.
+type SourceKind string
+
+// Project source kinds.
+const (
+	SourceEmpty   SourceKind = "empty"   // no files until an agent writes some
+	SourceGit     SourceKind = "git"     // cloned from a repository
+	SourceArchive SourceKind = "archive" // an uploaded tar, tar.gz or zip
+)
+
+// SourceKinds lists the kinds, for validation and the API schema.
+func SourceKinds() []SourceKind { return []SourceKind{SourceEmpty, SourceGit, SourceArchive} }
+
+// ProjectSource is where a project's files come from.
+type ProjectSource struct {
+	Kind   SourceKind `json:"kind" doc:"empty: no files; git: cloned from url at branch; archive: an uploaded tar, tar.gz or zip"`
+	URL    string     `json:"url,omitempty" doc:"The git repository (git only)."`
+	Branch string     `json:"branch,omitempty" doc:"The branch cloned (git only); empty: the remote's default."`
 }
 
 // Projects lists the projects the caller may see.
@@ -111,6 +141,33 @@ type Projects struct {
 // CreateProject creates a project; its creator becomes its owner.
 type CreateProject struct {
 	Name string `json:"name"`
+	// Source, when set, clones a git repository as the project's base.
+	Source *SourceInput `json:"source,omitempty"`
+}
+
+// SourceInput sets a project's git source: the repository is cloned on an
+// engine worker and becomes the project's base.
+type SourceInput struct {
+	Kind   SourceKind `json:"kind" doc:"git (an archive is uploaded with POST /v1/projects/{id}/archive)"`
+	URL    string     `json:"url" doc:"An https URL without credentials."`
+	Branch string     `json:"branch,omitempty" doc:"The branch to clone; empty: the remote's default."`
+	// Credential is write-only: it is sealed in the artifacts service and
+	// never returned.
+	Credential *string `json:"credential,omitempty" doc:"For a private repository over https: a token, or user:password. Absent keeps the stored one; empty removes it."`
+}
+
+// PushSession pushes a session's files to a branch of its project's
+// repository.
+type PushSession struct {
+	Branch  string `json:"branch,omitempty" doc:"The branch to push to; default clopen/<session id>."`
+	Message string `json:"message,omitempty" doc:"The commit message; default a summary naming the session."`
+}
+
+// PushResult is what a push committed and the remote's answer.
+type PushResult struct {
+	Commit string `json:"commit"`
+	Branch string `json:"branch"`
+	Remote string `json:"remote,omitempty" doc:"git's porcelain status lines and the remote's messages."`
 }
 
 // UpdateProject changes a project; nil leaves a field alone.
@@ -146,11 +203,27 @@ type Error struct {
 
 // ErrorDetail says what went wrong: a stable code (invalid_request,
 // unauthorized, forbidden, not_found, conflict, too_large, rate_limited,
-// unavailable, timeout, internal) and a message for people. A send that
+// budget_exhausted, unavailable, timeout, internal) and a message for people. A send that
 // timed out names its clientRequestId: the turn, if it started, carries it
 // (GET /v1/sessions/{id}/runs), and sending again with it returns that turn.
 type ErrorDetail struct {
 	Code            string `json:"code"`
 	Message         string `json:"message"`
 	ClientRequestID string `json:"clientRequestId,omitempty"`
+	// Budget is, on a 402 budget_exhausted, the spent budget: its limit,
+	// what was spent in its period and when the period resets.
+	Budget *events.BudgetState `json:"budget,omitempty"`
+}
+
+// SignIn starts a web session with an API key: the gateway mints a
+// short-lived key for the same user and keeps it in the session cookie.
+type SignIn struct {
+	APIKey string `json:"apiKey" doc:"An API key of the user (clp_...). It is not stored in the browser: the session gets a key of its own."`
+}
+
+// WebSession says whether the browser's session cookie is signed in, and
+// how it may sign in to this gateway.
+type WebSession struct {
+	SignedIn  bool `json:"signedIn" doc:"True when the request carries a session cookie that is still valid."`
+	DevSignIn bool `json:"devSignIn" doc:"True when the gateway runs under clopen dev and the request comes from this machine: POST /v1/session/dev signs in as the development user without a key."`
 }

@@ -216,3 +216,36 @@ func (c *Client) ArtifactRevision(ctx context.Context) (int64, error) {
 	r, err := get[events.RevisionReply](ctx, c, "/v1/artifacts/revision", nil)
 	return r.Revision, err
 }
+
+// MCPServers lists the external MCP servers of the tenant or a project;
+// env and headers by name only.
+func (c *Client) MCPServers(ctx context.Context, l Layer) ([]events.MCPServerDef, error) {
+	r, err := get[api.MCPServers](ctx, c, l.path("mcp-servers"), nil)
+	return r.MCPServers, err
+}
+
+// MCPServer returns one MCP server of the tenant or a project.
+func (c *Client) MCPServer(ctx context.Context, l Layer, slug string) (events.MCPServerDef, error) {
+	return get[events.MCPServerDef](ctx, c, l.path("mcp-servers")+p("/", slug), nil)
+}
+
+// CreateMCPServer adds an MCP server to the tenant (admins) or a project
+// (owners, admins).
+func (c *Client) CreateMCPServer(ctx context.Context, l Layer, in api.MCPServerInput) (events.MCPServerDef, error) {
+	return send[events.MCPServerDef](ctx, c, http.MethodPost, l.path("mcp-servers"), in)
+}
+
+// ReplaceMCPServer replaces an MCP server; env or headers left nil are kept.
+func (c *Client) ReplaceMCPServer(ctx context.Context, l Layer, slug string, in api.MCPServerInput) (events.MCPServerDef, error) {
+	return send[events.MCPServerDef](ctx, c, http.MethodPut, l.path("mcp-servers")+p("/", slug), in)
+}
+
+// DeleteMCPServer deletes an MCP server.
+func (c *Client) DeleteMCPServer(ctx context.Context, l Layer, slug string) error {
+	return c.do(ctx, http.MethodDelete, l.path("mcp-servers")+p("/", slug), nil, nil, nil)
+}
+
+// ProbeMCPServer asks the bridge to check an MCP server as a run reaches it.
+func (c *Client) ProbeMCPServer(ctx context.Context, l Layer, slug string) (events.MCPServerStatus, error) {
+	return send[events.MCPServerStatus](ctx, c, http.MethodPost, l.path("mcp-servers")+p("/", slug, "/probe"), nil)
+}

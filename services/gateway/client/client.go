@@ -41,19 +41,26 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		u += "?" + query.Encode()
 	}
 	var body io.Reader
+	contentType := ""
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encode %s %s: %w", method, path, err)
 		}
-		body = bytes.NewReader(b)
+		body, contentType = bytes.NewReader(b), "application/json"
 	}
+	return c.doBody(ctx, method, u, path, body, contentType, out)
+}
+
+// doBody sends body (nil for none) as contentType to u and decodes the
+// reply into out, or the error body into an *events.APIError.
+func (c *Client) doBody(ctx context.Context, method, u, path string, body io.Reader, contentType string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
 		return err
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
 	}
 	req.Header.Set("Authorization", "Bearer "+c.key)
 	resp, err := c.HTTP.Do(req)
@@ -70,7 +77,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		if json.Unmarshal(data, &e) != nil || e.Error.Code == "" {
 			e.Error = api.ErrorDetail{Code: "http_" + strconv.Itoa(resp.StatusCode), Message: strings.TrimSpace(string(data))}
 		}
-		return &events.APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message, ClientRequestID: e.Error.ClientRequestID}
+		retry, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return &events.APIError{Status: resp.StatusCode, Code: e.Error.Code, Message: e.Error.Message, ClientRequestID: e.Error.ClientRequestID,
+			RetryAfter: retry, Budget: e.Error.Budget}
 	}
 	if out == nil || len(data) == 0 {
 		return nil

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -67,6 +68,27 @@ func (c *Client) DeleteProject(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, p("/v1/projects/", id), nil, nil, nil)
 }
 
+// UploadArchive makes the tar, tar.gz or zip read from archive the
+// project's base; contentType may be empty (the gateway tells the format
+// from the bytes).
+func (c *Client) UploadArchive(ctx context.Context, id, contentType string, archive io.Reader) (api.Project, error) {
+	var out api.Project
+	path := p("/v1/projects/", id, "/archive")
+	err := c.doBody(ctx, http.MethodPost, c.base+path, path, archive, contentType, &out)
+	return out, err
+}
+
+// SetSource sets a project's git source and imports it as the base.
+func (c *Client) SetSource(ctx context.Context, id string, in api.SourceInput) (api.Project, error) {
+	return send[api.Project](ctx, c, http.MethodPut, p("/v1/projects/", id, "/source"), in)
+}
+
+// PushSession pushes a session's files to a branch of its project's
+// repository.
+func (c *Client) PushSession(ctx context.Context, id string, in api.PushSession) (api.PushResult, error) {
+	return send[api.PushResult](ctx, c, http.MethodPost, p("/v1/sessions/", id, "/push"), in)
+}
+
 // Members lists a project's members.
 func (c *Client) Members(ctx context.Context, project string) ([]api.Member, error) {
 	r, err := get[api.Members](ctx, c, p("/v1/projects/", project, "/members"), nil)
@@ -98,6 +120,12 @@ func (c *Client) CreateSession(ctx context.Context, project string, in api.Creat
 // Session returns a chat session.
 func (c *Client) Session(ctx context.Context, id string) (events.Session, error) {
 	return get[events.Session](ctx, c, p("/v1/sessions/", id), nil)
+}
+
+// ApplySession applies the session's files to its project's base; a 409
+// names the conflicting paths.
+func (c *Client) ApplySession(ctx context.Context, id string) (api.AppliedSession, error) {
+	return send[api.AppliedSession](ctx, c, http.MethodPost, p("/v1/sessions/", id, "/apply"), nil)
 }
 
 // UpdateSession changes a session's title or engine selection.
@@ -154,6 +182,12 @@ func (c *Client) Run(ctx context.Context, id string) (events.Run, error) {
 	return get[events.Run](ctx, c, p("/v1/runs/", id), nil)
 }
 
+// Retry retries a lost run as a new run of its session (a second retry of
+// the same run returns the first).
+func (c *Client) Retry(ctx context.Context, id string) (events.StartTurnReply, error) {
+	return send[events.StartTurnReply](ctx, c, http.MethodPost, p("/v1/runs/", id, "/retry"), struct{}{})
+}
+
 // RunEvents returns a page of a run's stored events after (afterEpoch,
 // afterSeq).
 func (c *Client) RunEvents(ctx context.Context, run string, afterEpoch, afterSeq uint64, limit int) ([]events.StoredEvent, error) {
@@ -166,4 +200,15 @@ func (c *Client) RunEvents(ctx context.Context, run string, afterEpoch, afterSeq
 // projectId): the tenant's for an admin, the caller's own for a member.
 func (c *Client) Usage(ctx context.Context, query url.Values) (events.UsageReply, error) {
 	return get[events.UsageReply](ctx, c, "/v1/usage", query)
+}
+
+// Budget returns the tenant's budgets with this period's spend (admins).
+func (c *Client) Budget(ctx context.Context) (events.BudgetsReply, error) {
+	return get[events.BudgetsReply](ctx, c, "/v1/budget", nil)
+}
+
+// Audit returns a page of the tenant's audit log (admins); query holds the
+// filters (from, to, actor, action, targetType, targetId), cursor and limit.
+func (c *Client) Audit(ctx context.Context, query url.Values) (api.AuditPage, error) {
+	return get[api.AuditPage](ctx, c, "/v1/audit", query)
 }

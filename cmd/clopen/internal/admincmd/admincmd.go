@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"clopen.dev/pkg/platform/pgdb"
+	"clopen.dev/pkg/platform/snapshot"
 	"clopen.dev/services/gateway"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/streammgr"
@@ -30,7 +31,10 @@ commands:
   list-tenants
   tenant-limits --tenant SLUG [--max-concurrent N|default] [--max-queued N|default]
                 shows, or sets, the tenant's admission limits (runs at once, runs waiting)
+  tenant-budget --tenant SLUG [--period day|week|month] [--tokens N|off] [--usd X|off]
+                shows the tenant's budgets and this period's spend, or sets one (calendar periods, UTC)
   rotate-key    re-seal every engine credential with a new master key
+  gc-snapshots  [--grace 24h] [--dry-run]   delete the snapshots no run, session or project needs (also needs the bus)
   nats-config   [--helm]   the bus's identities and grants as nats-server config (no database)
   nats-passwords           a new password for each bus identity, as an env file (no database)
   bus-keys                 new key pairs of the bus tokens (caller, dispatch), as an env file (no database)
@@ -83,6 +87,7 @@ type command func(fs *flag.FlagSet) func(ctx context.Context, db *pgxpool.Pool, 
 
 var commands = map[string]command{
 	"tenant-limits": tenantLimits,
+	"tenant-budget": tenantBudget,
 	"create-tenant": func(fs *flag.FlagSet) func(context.Context, *pgxpool.Pool, io.Writer) error {
 		slug := fs.String("slug", "", "the tenant's unique slug (lower-case letters, digits, -)")
 		name := fs.String("name", "", "the tenant's display name")
@@ -224,4 +229,21 @@ func required(cmd string, kv ...string) error {
 		}
 	}
 	return nil
+}
+
+// CollectSnapshots runs gc (its Live filled in) over its store, keeping
+// what streammgr's runs and sessions and the gateway's projects in db still
+// name.
+func CollectSnapshots(ctx context.Context, db *pgxpool.Pool, gc snapshot.GC) (snapshot.GCStats, error) {
+	gc.Live = func(ctx context.Context, tenant string) (map[string]bool, error) {
+		live := map[string]bool{}
+		if err := streammgr.LiveSnapshots(ctx, db, tenant, live); err != nil {
+			return nil, err
+		}
+		if err := gateway.LiveSnapshots(ctx, db, tenant, live); err != nil {
+			return nil, err
+		}
+		return live, nil
+	}
+	return gc.Collect(ctx)
 }

@@ -299,7 +299,12 @@ func cancels(ctx context.Context, tn tenant, runs int, progress io.Writer) (Canc
 }
 
 func waitFor(cn *client.Conn, run string, match func(events.ChatEvent) bool) bool {
-	timeout := time.After(30 * time.Second)
+	return waitForWithin(cn, run, 30*time.Second, match)
+}
+
+// waitForWithin waits up to d for a frame of run that match accepts.
+func waitForWithin(cn *client.Conn, run string, d time.Duration, match func(events.ChatEvent) bool) bool {
+	timeout := time.After(d)
 	for {
 		select {
 		case f, ok := <-cn.Frames():

@@ -68,6 +68,9 @@ func (r *Report) WriteTable(w io.Writer) {
 	if t := r.Telemetry; t != nil {
 		t.write(w)
 	}
+	if h := r.Holder; h != nil {
+		h.write(w)
+	}
 	if s := r.Slow; s != nil {
 		fmt.Fprintf(w, "\nslow WebSocket client: disconnected %v (bye %q at cursor %d), gateway RSS grew %.1f MB while %d frames were published\n",
 			s.Disconnected, s.Reason, s.ByeCursor, s.GatewayRSSGrowthMB, s.FramesSent)

@@ -9,7 +9,9 @@ import (
 	"runtime"
 	"time"
 
+	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/pgdb"
+	"clopen.dev/services/engine-worker/engines"
 )
 
 // Case is one streaming load.
@@ -35,8 +37,16 @@ type Options struct {
 	// and with every service exporting them over OTLP (to a sink in this
 	// process), metrics on in both.
 	Telemetry bool
-	Progress  io.Writer
-	Logs      io.Writer
+	// HolderFiles, instead of the suite, measures a turn on the worker that
+	// holds its session's snapshot, with a workspace of this many files
+	// against an empty one (HolderTurns turns each).
+	HolderFiles, HolderTurns int
+	// HolderEngine runs the holder turns on this engine (installed under
+	// EnginesDir, against LLMBaseURL) instead of the scripted one.
+	HolderEngine           events.EngineType
+	EnginesDir, LLMBaseURL string
+	Progress               io.Writer
+	Logs                   io.Writer
 }
 
 // Report is everything measured, with ratios to the baseline.
@@ -51,6 +61,7 @@ type Report struct {
 	Idle      *IdleResult      `json:"idle,omitempty"`
 	Slow      *SlowResult      `json:"slow_client,omitempty"`
 	Telemetry *TelemetryResult `json:"telemetry,omitempty"`
+	Holder    *HolderResult    `json:"holder,omitempty"`
 }
 
 // Run measures, in this order: the raw baseline, the uncoalesced streaming
@@ -87,6 +98,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return sys, tn, nil
 	}
 
+	if o.HolderFiles > 0 {
+		var env []string
+		if o.HolderEngine != "" {
+			env = []string{"CLOPEN_ENGINES_DIR=" + o.EnginesDir, "CLOPEN_LLM_BASE_URL=" + o.LLMBaseURL, engines.EnvOperatorCredentials + "=1"}
+		}
+		sys, tn, err := start("holder", nil, env...)
+		if err != nil {
+			return nil, err
+		}
+		defer sys.Stop()
+		say("holder: %d turns each in an empty workspace and one of %d files", o.HolderTurns, o.HolderFiles)
+		h, err := holder(ctx, tn, o.HolderEngine, filepath.Join(o.Dir, "holder", "workspaces"), o.HolderFiles, max(o.HolderTurns, 1), o.Progress)
+		if err != nil {
+			return nil, err
+		}
+		rep.Holder = &h
+		return rep, nil
+	}
 	if o.Telemetry {
 		t, err := tracesOffAndOn(ctx, o, db, start, say)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"clopen.dev/services/artifacts"
 	worker "clopen.dev/services/engine-worker"
 	"clopen.dev/services/gateway"
+	bridge "clopen.dev/services/mcp-bridge"
 	"clopen.dev/services/streammgr"
 )
 
@@ -94,7 +95,7 @@ func StartSystem(ctx context.Context, cfg SystemConfig) (*System, error) {
 	keys := bustoken.Generate()
 	services := []svc{
 		{"streammgr", append(tokenEnv(keys, streammgr.TokenKeys), "CLOPEN_TENANT_MAX_CONCURRENT=10000", "CLOPEN_TENANT_MAX_QUEUED=100000")},
-		{"artifacts", append(tokenEnv(keys, artifacts.TokenKeys), "CLOPEN_MASTER_KEY="+masterKey)}, {"mcp-bridge", nil},
+		{"artifacts", append(tokenEnv(keys, artifacts.TokenKeys), "CLOPEN_MASTER_KEY="+masterKey)}, {"mcp-bridge", append(tokenEnv(keys, bridge.TokenKeys), "CLOPEN_MCP_ADDR=127.0.0.1:0")},
 		// One API key drives every simulated client: lift its rate limit.
 		{"gateway", append(tokenEnv(keys, gateway.TokenKeys), fmt.Sprintf("CLOPEN_HTTP_ADDR=127.0.0.1:%d", httpPort),
 			"CLOPEN_RATE_LIMIT=1000000", "CLOPEN_RATE_BURST=1000000", "CLOPEN_WS_MAX_PER_KEY=1000000", "CLOPEN_WS_MAX_PER_TENANT=1000000")}}

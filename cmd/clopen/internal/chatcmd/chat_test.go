@@ -169,6 +169,7 @@ func TestChatTurns(t *testing.T) {
 	// A streamed answer with a tool call; the saved text is not shown twice,
 	// nor again when the message is re-sent with a backfilled stop reason.
 	io.WriteString(inW, "hello\n")
+	waitForSent(t, fg, 1)
 	answer := assistant(events.TextBlock{Text: "Hi there"})
 	fg.push(t, "r1",
 		events.ChatRunState{State: events.RunRunning},
@@ -191,6 +192,7 @@ func TestChatTurns(t *testing.T) {
 
 	// A question: options shown, a number picks one.
 	io.WriteString(inW, "ask me\n")
+	waitForSent(t, fg, 2) // the prompt is sent before the question arrives, as with a real run
 	q := events.AskUserQuestionInput{Questions: []events.Question{{Question: "Which database?", Options: []events.QuestionOption{
 		{Label: "Postgres", Description: "relational"}, {Label: "SQLite"}}}}}
 	qin, _ := json.Marshal(q)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -93,18 +91,23 @@ func TestCatalogsAndGeneratorsEndToEnd(t *testing.T) {
 	_, err = b.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted})
 	wantStatus(t, "a commit message in another tenant's project", err, http.StatusNotFound)
 
-	// The git generators work on the project's workspace.
-	ws0 := filepath.Join(dir, meA.Tenant.ID, a.project.ID)
+	// The generators of changes describe a session's; a session with no
+	// files has none. The catalog resolves a generation's model and account.
 	_, err = a.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted})
-	wantStatus(t, "a project without a workspace", err, http.StatusBadRequest)
-	gitInit(t, ws0)
-	msg, err := a.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted, Model: "scripted/gone"})
-	if err != nil || msg.Message != "scripted message" || msg.Model != "scripted/hello" || msg.Provider != "clopen" {
-		t.Errorf("commit message = %+v, %v; want the scripted document on the default model", msg, err)
+	wantStatus(t, "a commit message without a session", err, http.StatusBadRequest)
+	empty, err := a.c.CreateSession(ctx, a.project.ID, api.CreateSession{Title: "empty"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	branch, err := a.c.GenerateBranchName(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted, AccountID: acct})
-	if err != nil || branch.Name != "scripted-name" || branch.AccountID != acct {
-		t.Errorf("branch name = %+v, %v", branch, err)
+	_, err = a.c.GenerateBranchName(ctx, a.project.ID, api.Generate{Engine: events.EngineScripted, SessionID: empty.ID})
+	wantStatus(t, "a branch name for a session without files", err, http.StatusBadRequest)
+	msg, err := a.c.GenerateDraft(ctx, events.ArtifactSkill, api.GenerateDraft{Engine: events.EngineScripted, Model: "scripted/gone", Purpose: "review"})
+	if err != nil || msg.Model != "scripted/hello" || msg.Provider != "clopen" {
+		t.Errorf("skill draft = %+v, %v; want the scripted document on the default model", msg, err)
+	}
+	branch, err := a.c.GenerateDraft(ctx, events.ArtifactSkill, api.GenerateDraft{Engine: events.EngineScripted, AccountID: acct, Purpose: "review"})
+	if err != nil || branch.AccountID != acct {
+		t.Errorf("skill draft on the account = %+v, %v", branch, err)
 	}
 	draft, err := a.c.GenerateDraft(ctx, events.ArtifactSubagent, api.GenerateDraft{Engine: events.EngineScripted, Purpose: "write tests"})
 	if err != nil || draft.Kind != events.ArtifactSubagent || draft.Slug != "scripted-name" || draft.Body != "scripted body" {
@@ -157,24 +160,6 @@ func TestCatalogsAndGeneratorsEndToEnd(t *testing.T) {
 	}
 }
 
-// gitInit makes dir a repository with a staged file.
-func gitInit(t *testing.T, dir string) {
-	t.Helper()
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "main.go"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v: %s", args, err, out)
-		}
-	}
-}
-
 // TestClaudeCodeCatalogEffortAndGeneration: with the real Claude Code on the
 // worker, the catalog is the pinned CLI's; a run asking for an effort its
 // model lacks runs with the model's default, and says so on the run and its
@@ -220,9 +205,27 @@ func TestClaudeCodeCatalogEffortAndGeneration(t *testing.T) {
 		}
 	}
 
-	gitInit(t, filepath.Join(dir, me.Tenant.ID, a.project.ID))
+	// A turn whose agent writes a file: the session's files, diff and the
+	// turn's diff show it, and a commit message describes it.
+	work := h.writingTurn(a, events.EngineClaudeCode, "claude-sonnet-4-5")
+	files, err := a.c.Files(ctx, work.ID, "", "", 0)
+	if err != nil || len(files.Files) != 1 || files.Files[0].Path != "notes.txt" || files.Files[0].Size != 5 {
+		t.Errorf("files after the turn = %+v, %v", files, err)
+	}
+	d, err := a.c.SessionDiff(ctx, work.ID)
+	if err != nil || len(d.Changes) != 1 || d.Changes[0] != (api.FileChange{Path: "notes.txt", Kind: "added", LinesAdded: 1}) ||
+		!strings.Contains(d.Patch, "+++ b/notes.txt\n@@ -0,0 +1 @@\n+PEAR\n") {
+		t.Errorf("session diff after the turn = %+v, %v", d, err)
+	}
+	runs, err := a.c.Runs(ctx, work.ID, 0)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs = %+v, %v", runs, err)
+	}
+	if rd, err := a.c.RunDiff(ctx, runs[0].ID); err != nil || len(rd.Changes) != 1 || rd.To != work.HeadSnapshot {
+		t.Errorf("run diff = %+v, %v", rd, err)
+	}
 	before := len(llm.Requests())
-	msg, err := a.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineClaudeCode, Model: "claude-haiku-5-5"})
+	msg, err := a.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineClaudeCode, Model: "claude-haiku-5-5", SessionID: work.ID})
 	if err != nil || msg.Message != "fakellm" || msg.Model != "claude-haiku-5-5" || msg.Provider != "anthropic" {
 		t.Fatalf("commit message = %+v, %v", msg, err)
 	}

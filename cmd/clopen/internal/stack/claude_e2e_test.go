@@ -115,7 +115,9 @@ func (h *harness) waitEngine(engine events.EngineType, version string) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
+	// A worker started on a busy machine may take a minute or more to
+	// check an engine (its CLI's start-up); it returns as soon as one has.
+	deadline := time.Now().Add(150 * time.Second)
 	for time.Now().Before(deadline) {
 		keys, _ := kv.Keys(context.Background())
 		for _, k := range keys {

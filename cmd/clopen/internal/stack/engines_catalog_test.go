@@ -19,20 +19,8 @@ import (
 func (h *harness) effortRun(a account, engine events.EngineType, model, effort string) string {
 	h.t.Helper()
 	ctx := context.Background()
-	me, err := a.c.Me(ctx)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	s, err := a.c.CreateSession(ctx, a.project.ID, api.CreateSession{Engine: engine, Model: model})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	r, err := a.c.SendMessage(ctx, s.ID, api.SendMessage{Text: "hi", Effort: effort})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.waitRunState(tenant{Caller: events.Caller{TenantID: me.Tenant.ID, UserID: me.User.ID}}, r.RunID, events.RunCompleted)
-	run, err := a.c.Run(ctx, r.RunID)
+	s, runID := h.turn(a, engine, model, api.SendMessage{Text: "hi", Effort: effort})
+	run, err := a.c.Run(ctx, runID)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -49,6 +37,41 @@ func (h *harness) effortRun(a account, engine events.EngineType, model, effort s
 		}
 	}
 	return run.Effort
+}
+
+// turn runs one turn on a new session of engine and returns the session,
+// once the turn completed, as it stands then, and the turn's run.
+func (h *harness) turn(a account, engine events.EngineType, model string, msg api.SendMessage) (events.Session, string) {
+	h.t.Helper()
+	ctx := context.Background()
+	me, err := a.c.Me(ctx)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	s, err := a.c.CreateSession(ctx, a.project.ID, api.CreateSession{Engine: engine, Model: model})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	r, err := a.c.SendMessage(ctx, s.ID, msg)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.waitRunState(tenant{Caller: events.Caller{TenantID: me.Tenant.ID, UserID: me.User.ID}}, r.RunID, events.RunCompleted)
+	if s, err = a.c.Session(ctx, s.ID); err != nil {
+		h.t.Fatal(err)
+	}
+	return s, r.RunID
+}
+
+// writingTurn runs one turn on a new session of engine in which the agent
+// writes notes.txt, and returns the session as it stands after it.
+func (h *harness) writingTurn(a account, engine events.EngineType, model string) events.Session {
+	h.t.Helper()
+	s, _ := h.turn(a, engine, model, api.SendMessage{Text: shell("Take notes.", "echo PEAR > notes.txt")})
+	if s.HeadSnapshot == "" {
+		h.t.Fatalf("session after a writing turn = %+v; want a head snapshot", s)
+	}
+	return s
 }
 
 // TestCodexCatalogEffortAndGeneration: with the real Codex on the worker,
@@ -80,10 +103,9 @@ func TestCodexCatalogEffortAndGeneration(t *testing.T) {
 		t.Errorf("run effort = %q, want medium, the model's default", got)
 	}
 
-	me, _ := a.c.Me(ctx)
-	gitInit(t, filepath.Join(dir, me.Tenant.ID, a.project.ID))
+	s := h.writingTurn(a, events.EngineCodex, "gpt-5.5")
 	before := len(llm.Requests())
-	msg, err := a.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineCodex, Model: "gpt-5.5"})
+	msg, err := a.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EngineCodex, Model: "gpt-5.5", SessionID: s.ID})
 	if err != nil || msg.Message != "fakellm" || msg.Model != "gpt-5.5" || msg.Provider != "openai" {
 		t.Fatalf("commit message = %+v, %v", msg, err)
 	}
@@ -116,9 +138,9 @@ func TestPiCatalogEffortAndGeneration(t *testing.T) {
 		t.Errorf("run effort = %q, want medium, the model's default", got)
 	}
 
-	gitInit(t, filepath.Join(dir, me.Tenant.ID, a.project.ID))
+	s := h.writingTurn(a, events.EnginePi, "claude-haiku-4-5")
 	before := len(llm.Requests())
-	msg, err := a.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EnginePi, Model: "claude-haiku-4-5"})
+	msg, err := a.c.GenerateCommitMessage(ctx, a.project.ID, api.Generate{Engine: events.EnginePi, Model: "claude-haiku-4-5", SessionID: s.ID})
 	if err != nil || msg.Message != "fakellm" || msg.Model != "claude-haiku-4-5" || msg.Provider != "anthropic" {
 		t.Fatalf("commit message = %+v, %v", msg, err)
 	}

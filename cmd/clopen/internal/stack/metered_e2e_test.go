@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -26,12 +27,17 @@ import (
 // Messages API defines it, apart from anything in the system under test.
 type provider struct {
 	next http.Handler
-	mu   sync.Mutex
-	used events.TokenUsage
-	n    int
+	// mark, when set, counts the requests whose body holds it apart (marked).
+	mark   string
+	mu     sync.Mutex
+	used   events.TokenUsage
+	n      int
+	marked int
 }
 
 func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(body))
 	rec := &recorder{ResponseWriter: w}
 	p.next.ServeHTTP(rec, r)
 	u := anthropicUsage(rec.body.Bytes())
@@ -40,7 +46,17 @@ func (p *provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if u != (events.TokenUsage{}) {
 		p.n++
 	}
+	if p.mark != "" && bytes.Contains(body, []byte(p.mark)) {
+		p.marked++
+	}
 	p.mu.Unlock()
+}
+
+// markedCalls is how many requests held the mark.
+func (p *provider) markedCalls() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.marked
 }
 
 func (p *provider) usage() (events.TokenUsage, int) {
@@ -117,35 +133,8 @@ func anthropicUsage(body []byte) events.TokenUsage {
 // out (as a hostile agent would): usage says less than the provider
 // counted, and meteredUsage is exactly the provider's count.
 func TestMeteredUsageEndToEnd(t *testing.T) {
-	setup, _ := engineSetup(t, events.EngineClaudeCode)
 	prov := &provider{next: fakellm.New(fakellm.Config{})}
-	srv := httptest.NewServer(prov)
-	defer srv.Close()
-	setup.LLMBaseURL = srv.URL
-	dir := t.TempDir()
-	getenv := func(k string) string {
-		switch k {
-		case "CLOPEN_LLM_BASE_URL":
-			return srv.URL
-		case engines.EnvSandbox:
-			return "bwrap"
-		}
-		return os.Getenv(k)
-	}
-	var err error
-	setup.Sandbox, err = engines.Sandboxing(context.Background(), getenv, filepath.Join(dir, "run"), nil)
-	if errors.Is(err, engines.ErrNoSandbox) && os.Getenv("CI") != "true" {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if setup.ModelProxies() == nil {
-		t.Fatal("a confined setup without model proxies")
-	}
-	t.Cleanup(setup.ModelProxies().Close)
-	h := start(t, Config{Dir: dir, Engines: setup})
-	h.waitEngine(events.EngineClaudeCode, engines.ClaudeCodeVersion)
+	h := startConfinedClaude(t, prov)
 	a := h.account("metered")
 	ctx := context.Background()
 	s, err := a.c.CreateSession(ctx, a.project.ID, api.CreateSession{Engine: events.EngineClaudeCode, Model: "claude-opus-5-5"})
@@ -155,7 +144,7 @@ func TestMeteredUsageEndToEnd(t *testing.T) {
 	before, _ := prov.usage()
 	behind := `curl -sS -o /dev/null -w '%{http_code}' -H "x-api-key: $ANTHROPIC_API_KEY" -H 'content-type: application/json' ` +
 		`"$ANTHROPIC_BASE_URL/v1/messages" -d '{"model":"claude-haiku-4-5","max_tokens":50,"messages":[{"role":"user","content":"spend tokens the agent does not report"}]}'`
-	sent, err := a.c.SendMessage(ctx, s.ID, api.SendMessage{Text: "@@SH:" + base64.RawURLEncoding.EncodeToString([]byte(behind)) + "@@ Run it."})
+	sent, err := a.c.SendMessage(ctx, s.ID, api.SendMessage{Text: shellPrompt(behind) + " Run it."})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,6 +172,61 @@ func TestMeteredUsageEndToEnd(t *testing.T) {
 	if !strings.Contains(raw, `"meteredUsage":{`) {
 		t.Errorf("GET /v1/runs/%s = %s, want meteredUsage in it", sent.RunID, raw)
 	}
+}
+
+// shellPrompt is a prompt that makes fakellm have the agent run command.
+func shellPrompt(command string) string {
+	return "@@SH:" + base64.RawURLEncoding.EncodeToString([]byte(command)) + "@@"
+}
+
+// confine makes setup's agents run confined (bubblewrap), with their
+// bridges and proxies under dir, pointed at setup.LLMBaseURL.
+func confine(t *testing.T, setup *engines.Setup, dir string) {
+	t.Helper()
+	getenv := func(k string) string {
+		switch k {
+		case "CLOPEN_LLM_BASE_URL":
+			return setup.LLMBaseURL
+		case engines.EnvSandbox:
+			return "bwrap"
+		}
+		return os.Getenv(k)
+	}
+	var err error
+	setup.Sandbox, err = engines.Sandboxing(context.Background(), getenv, filepath.Join(dir, "run"), nil)
+	if errors.Is(err, engines.ErrNoSandbox) && os.Getenv("CI") != "true" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup.ModelProxies() == nil || setup.MCPProxy().Endpoint() == nil {
+		t.Fatal("a confined setup without model proxies or the MCP proxy's socket")
+	}
+	t.Cleanup(setup.ModelProxies().Close)
+}
+
+// startConfinedClaude starts a stack whose worker runs Claude Code
+// confined (bubblewrap), its model calls going through the model proxy to
+// prov (which serves fakellm behind a recorder).
+func startConfinedClaude(t *testing.T, prov *provider) *harness {
+	return startConfined(t, prov, events.EngineClaudeCode)
+}
+
+// startConfined starts a stack whose worker runs the engine typ confined,
+// its model calls going through the model proxy to prov.
+func startConfined(t *testing.T, prov http.Handler, typ events.EngineType) *harness {
+	t.Helper()
+	setup, _ := engineSetup(t, typ)
+	srv := httptest.NewServer(prov)
+	t.Cleanup(srv.Close)
+	setup.LLMBaseURL = srv.URL
+	dir := t.TempDir()
+	confine(t, setup, dir)
+	h := start(t, Config{Dir: dir, Engines: setup})
+	spec, _ := engines.Lookup(typ)
+	h.waitEngine(typ, spec.Version)
+	return h
 }
 
 // rawRun is the body of GET /v1/runs/{id}.

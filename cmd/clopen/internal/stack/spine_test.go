@@ -166,7 +166,15 @@ func (h *harness) readRunEvents(tenant, run string) ([]events.Envelope, error) {
 		return nil, err
 	}
 	n := info.State.Subjects[subject]
-	c, err := h.js.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject}})
+	if n == 0 {
+		return nil, nil
+	}
+	// A test that polls a run's events reads them several times a second;
+	// each read's consumer goes once it is idle for a few seconds, not
+	// after the client's default of five minutes, by when a few engines'
+	// polls would pass the stream's cap of 1,000 consumers.
+	c, err := h.js.OrderedConsumer(ctx, events.StreamEvents, jetstream.OrderedConsumerConfig{FilterSubjects: []string{subject},
+		InactiveThreshold: 10 * time.Second})
 	if err != nil {
 		return nil, err
 	}
@@ -296,10 +304,12 @@ func TestCancelOneRunLeavesTheOtherUntouched(t *testing.T) {
 }
 
 func (h *harness) cancelPair(tn tenant, i int) error {
-	// The run to cancel streams for 8 s, so that on a loaded machine it is
+	// The run to cancel streams for 24 s, so that on a loaded machine it is
 	// still running when the cancel reaches its worker (at 2 ms a delta it
-	// could complete first, and rightly so).
-	a := h.session(tn, "scripted/slow?delay=20ms")
+	// could complete first, and rightly so; at 20 ms, 8 s, three pairs in a
+	// hundred did, on two cores kept busy by other builds). The cancel ends
+	// it early, so the pair takes no longer.
+	a := h.session(tn, "scripted/slow?delay=60ms")
 	b := h.session(tn, "scripted/slow?delay=2ms")
 	fa, fb := h.follow(tn.TenantID, a.ID, 0), h.follow(tn.TenantID, b.ID, 0)
 	ra, rb := h.send(tn, a.ID, fmt.Sprint("a", i)), h.send(tn, b.ID, fmt.Sprint("b", i))
@@ -436,13 +446,14 @@ func hasInterruptedText(evs []events.ChatEvent, run string) bool {
 	})
 }
 
-func TestAskUserQuestionParksUntilAnswered(t *testing.T) {
-	h := start(t, Config{})
-	tn, other := newTenant(), newTenant()
+// parkOnQuestion starts a scripted turn of tn that parks on a question,
+// and returns once the question is announced.
+func (h *harness) parkOnQuestion(tn tenant) (events.Session, events.StartTurnReply, string, *chatFeed) {
+	h.t.Helper()
 	s := h.session(tn, "scripted/ask")
 	feed := h.follow(tn.TenantID, s.ID, 0)
 	r := h.send(tn, s.ID, "set up the service")
-	evs := feed.waitFor(t, 10*time.Second, runState(r.RunID, events.RunAwaitingInput))
+	evs := feed.waitFor(h.t, 10*time.Second, runState(r.RunID, events.RunAwaitingInput))
 	var toolUse string
 	for _, ev := range evs {
 		if rs, ok := ev.Data.(events.ChatRunState); ok && rs.State == events.RunAwaitingInput {
@@ -450,8 +461,15 @@ func TestAskUserQuestionParksUntilAnswered(t *testing.T) {
 		}
 	}
 	if toolUse == "" || !has(evs, func(e events.ChatEvent) bool { return e.Type == events.ChatTypeWaitingInput }) {
-		t.Fatalf("no parked question announced: %s", summarize(evs))
+		h.t.Fatalf("no parked question announced: %s", summarize(evs))
 	}
+	return s, r, toolUse, feed
+}
+
+func TestAskUserQuestionParksUntilAnswered(t *testing.T) {
+	h := start(t, Config{})
+	tn, other := newTenant(), newTenant()
+	s, r, toolUse, feed := h.parkOnQuestion(tn)
 	answers := map[string]string{"Which database should the service use?": "SQLite"}
 	var rep events.ControlReply
 	var apiErr *events.APIError
@@ -464,7 +482,7 @@ func TestAskUserQuestionParksUntilAnswered(t *testing.T) {
 		t.Errorf("answer from another tenant = %v, want 404", err)
 	}
 	h.must(events.OpAnswer, events.AnswerRequest{Caller: tn.Caller, SessionID: s.ID, ToolUseID: toolUse, Answers: answers}, &rep)
-	evs = feed.waitFor(t, 10*time.Second, finished(r.RunID))
+	evs := feed.waitFor(t, 10*time.Second, finished(r.RunID))
 	if !has(evs, runState(r.RunID, events.RunCompleted)) {
 		t.Fatalf("run did not complete after the answer: %s", summarize(evs))
 	}

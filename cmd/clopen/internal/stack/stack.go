@@ -86,6 +86,7 @@ type Stack struct {
 	// gateway or streammgr would.
 	Keys   bustoken.Keys
 	URL    string // the gateway's base URL
+	MCPURL string // the MCP bridge's base URL
 	DB     *pgxpool.Pool
 	Health *health.Registry
 
@@ -163,6 +164,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 	}
 	s.URL = "http://" + ln.Addr().String()
+	// The MCP bridge's endpoint, which every worker gives its runs' agents.
+	mcpLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	s.MCPURL = "http://" + mcpLn.Addr().String()
 
 	type service struct {
 		name string
@@ -182,7 +189,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			return artifacts.Run(ctx, ac, artifacts.Deps{NATS: nc, DB: pool, Logger: l, Health: s.Health})
 		}},
 		{bridge.Name, func(ctx context.Context, nc *nats.Conn, l *slog.Logger) error {
-			return bridge.Run(ctx, bridge.DefaultConfig(), bridge.Deps{NATS: nc, DB: pool, Logger: l, Health: s.Health})
+			bc := bridge.DefaultConfig()
+			bc.Tokens = s.Keys.Only(bridge.TokenKeys)
+			// Remote MCP servers may be where providers may: the one allow-list.
+			bc.AllowHosts = cfg.Artifacts.Egress.Allow
+			return bridge.Run(ctx, bc, bridge.Deps{NATS: nc, DB: pool, Logger: l, Health: s.Health, Listener: mcpLn})
 		}},
 		{gateway.Name, func(ctx context.Context, nc *nats.Conn, l *slog.Logger) error {
 			gc := gateway.DefaultConfig()
@@ -234,6 +245,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	for i := range workers {
 		wc := orDefault(cfg.Worker, worker.DefaultConfig())
 		wc.Tokens = s.Keys.Only(worker.TokenKeys)
+		if wc.MCPBridgeURL == "" {
+			wc.MCPBridgeURL = s.MCPURL
+		}
 		if workers > 1 || wc.ID == "" {
 			wc.ID = fmt.Sprintf("%s-%d", worker.DefaultConfig().ID, i)
 		}
@@ -243,6 +257,18 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		if wc.EngineConfig == "" && cfg.Dir != "" {
 			wc.EngineConfig = filepath.Join(cfg.Dir, "engine-config")
 		}
+		if workers > 1 {
+			// Each worker has a disk of its own, as on separate machines:
+			// what one leaves there, another restores from the snapshot store.
+			each := fmt.Sprintf("worker-%d", i)
+			wc.Workspaces = filepath.Join(wc.Workspaces, each)
+			if wc.EngineConfig != "" {
+				wc.EngineConfig = filepath.Join(wc.EngineConfig, each)
+			}
+			if wc.SnapshotCache != "" {
+				wc.SnapshotCache = filepath.Join(wc.SnapshotCache, each)
+			}
+		}
 		services = append(services, service{worker.Name, func(ctx context.Context, nc *nats.Conn, l *slog.Logger) error {
 			control, err := connect(busauth.Worker, "clopen-engine-worker-control")
 			if err != nil {
@@ -250,7 +276,8 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 			}
 			defer control.Close()
 			return worker.Run(ctx, wc, worker.Deps{NATS: nc, Control: control, Logger: l.With("worker_id", wc.ID),
-				Health: s.Health, Engines: offered.Engines, Versions: offered.Versions, Later: later.Watch, Proxies: cfg.Engines.ModelProxies()})
+				Health: s.Health, Engines: offered.Engines, Versions: offered.Versions, Later: later.Watch, Proxies: cfg.Engines.ModelProxies(),
+				MCP: cfg.Engines.MCPProxy()})
 		}})
 	}
 

@@ -17,8 +17,11 @@ import (
 func Sign(t testing.TB, keys bustoken.Keys, kind bustoken.Kind, c bustoken.Claims) string {
 	t.Helper()
 	key := keys.CallerKey
-	if kind == bustoken.Dispatch {
+	switch kind {
+	case bustoken.Dispatch:
 		key = keys.DispatchKey
+	case bustoken.MCP:
+		key = keys.MCPKey
 	}
 	s, err := bustoken.NewSigner(kind, key, time.Minute)
 	if err != nil {

@@ -70,7 +70,11 @@ func (s *Store) PutProvider(ctx context.Context, tenant string, p events.Provide
 	} else if _, err := uuid.Parse(p.ID); err != nil {
 		return p, 0, ErrNotFound
 	}
-	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+	action := "provider.update"
+	if creating {
+		action = "provider.create"
+	}
+	rev, err := s.change(ctx, tenant, providerTarget(action, tenant, p.ID), func(tx pgx.Tx) error {
 		if creating {
 			_, err := tx.Exec(ctx, `INSERT INTO artifacts.engine_providers (tenant_id, id, engine_type, slug, name, api_url, options, enabled)
 				VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, tenant, p.ID, string(p.Engine), p.Slug, p.Name, p.APIURL, opts, p.Enabled)
@@ -92,7 +96,7 @@ func (s *Store) DeleteProvider(ctx context.Context, tenant, id string) (int64, e
 	if _, err := uuid.Parse(id); err != nil {
 		return 0, ErrNotFound
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, providerTarget("provider.delete", tenant, id), func(tx pgx.Tx) error {
 		return affected(tx.Exec(ctx, `DELETE FROM artifacts.engine_providers WHERE tenant_id = $1 AND id = $2`, tenant, id))
 	})
 }
@@ -150,7 +154,7 @@ func (s *Store) PutAccount(ctx context.Context, tenant string, a events.Account,
 	} else if _, err := uuid.Parse(a.ID); err != nil {
 		return a, 0, ErrNotFound
 	}
-	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+	rev, err := s.change(ctx, tenant, accountTarget(accountAction(creating, credential), tenant, a.ID), func(tx pgx.Tx) error {
 		var sealed, fp *string
 		if credential != nil && *credential != "" {
 			key, err := s.SealingKey(ctx, tx)
@@ -190,13 +194,28 @@ func (s *Store) PutAccount(ctx context.Context, tenant string, a events.Account,
 
 func sealAD(tenant, account string) string { return "engine_account:" + tenant + ":" + account }
 
+// accountAction is what the audit log calls a PutAccount: a creation, a
+// credential set or cleared (said by the action, since the credential
+// itself is never recorded), or another update.
+func accountAction(creating bool, credential *string) string {
+	switch {
+	case creating:
+		return "account.create"
+	case credential != nil && *credential != "":
+		return "account.credential.set"
+	case credential != nil:
+		return "account.credential.clear"
+	}
+	return "account.update"
+}
+
 // DeleteAccount removes an account; when it was the active one, the oldest
 // remaining account of its provider becomes active.
 func (s *Store) DeleteAccount(ctx context.Context, tenant, id string) (int64, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return 0, ErrNotFound
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, accountTarget("account.delete", tenant, id), func(tx pgx.Tx) error {
 		var provider string
 		var active bool
 		err := tx.QueryRow(ctx, `DELETE FROM artifacts.engine_accounts WHERE tenant_id = $1 AND id = $2
@@ -219,7 +238,7 @@ func (s *Store) ActivateAccount(ctx context.Context, tenant, id string) (int64, 
 	if _, err := uuid.Parse(id); err != nil {
 		return 0, ErrNotFound
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, accountTarget("account.activate", tenant, id), func(tx pgx.Tx) error {
 		var provider string
 		if err := tx.QueryRow(ctx, `SELECT provider_id::text FROM artifacts.engine_accounts WHERE tenant_id = $1 AND id = $2`,
 			tenant, id).Scan(&provider); err != nil {
@@ -328,43 +347,13 @@ func RotateKey(ctx context.Context, tx pgx.Tx, ring *seal.Keyring, next *seal.Ke
 	if _, err := lockMasterKey(ctx, tx, "FOR UPDATE", ring.First().Fingerprint()); err != nil {
 		return 0, err
 	}
-	rows, err := tx.Query(ctx, `SELECT tenant_id::text, id::text, credential FROM artifacts.engine_accounts
-		WHERE credential IS NOT NULL FOR UPDATE`)
-	if err != nil {
-		return 0, err
-	}
-	type rec struct{ tenant, id, env string }
-	var recs []rec
-	for rows.Next() {
-		var r rec
-		if err := rows.Scan(&r.tenant, &r.id, &r.env); err != nil {
-			rows.Close()
-			return 0, err
-		}
-		recs = append(recs, r)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return 0, err
-	}
 	n := 0
-	for _, r := range recs {
-		if fp, _ := seal.FingerprintOf(r.env); fp == next.Fingerprint() {
-			continue
-		}
-		plain, err := ring.Open(r.env, sealAD(r.tenant, r.id))
-		if err != nil {
-			return n, fmt.Errorf("account %s of tenant %s: %w", r.id, r.tenant, err)
-		}
-		env, err := next.Seal(plain, sealAD(r.tenant, r.id))
+	for _, t := range sealedTables {
+		k, err := resealTable(ctx, tx, ring, next, t)
+		n += k
 		if err != nil {
 			return n, err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE artifacts.engine_accounts SET credential = $3, key_fingerprint = $4
-			WHERE tenant_id = $1 AND id = $2`, r.tenant, r.id, env, next.Fingerprint()); err != nil {
-			return n, err
-		}
-		n++
 	}
 	if _, err := tx.Exec(ctx, `UPDATE artifacts.master_key SET fingerprint = $1, rotated_at = now()`, next.Fingerprint()); err != nil {
 		return n, err
@@ -395,4 +384,64 @@ func (s *Store) SealedWithOtherKeys(ctx context.Context, fingerprints ...string)
 		return nil, fmt.Errorf("credential keys: %w", err)
 	}
 	return out, nil
+}
+
+// sealedTable is a table holding sealed credentials: its name, the column
+// that with tenant_id keys a row, and the associated data a row's
+// credential is sealed with.
+type sealedTable struct {
+	name, key string
+	ad        func(tenant, key string) string
+}
+
+// sealedTables are every table RotateKey re-seals.
+var sealedTables = []sealedTable{
+	{name: "artifacts.engine_accounts", key: "id", ad: sealAD},
+	{name: "artifacts.source_credentials", key: "project_id", ad: sourceAD},
+	{name: "artifacts.mcp_servers", key: "id", ad: mcpAD},
+	{name: "artifacts.mcp_oauth_pending", key: "nonce", ad: pendingAD},
+}
+
+// resealTable re-seals with next every credential of t not sealed with it
+// yet, and says how many it re-sealed.
+func resealTable(ctx context.Context, tx pgx.Tx, ring *seal.Keyring, next *seal.Key, t sealedTable) (int, error) {
+	rows, err := tx.Query(ctx, `SELECT tenant_id::text, `+t.key+`::text, credential FROM `+t.name+`
+		WHERE credential IS NOT NULL FOR UPDATE`)
+	if err != nil {
+		return 0, err
+	}
+	type rec struct{ tenant, id, env string }
+	var recs []rec
+	for rows.Next() {
+		var r rec
+		if err := rows.Scan(&r.tenant, &r.id, &r.env); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		recs = append(recs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, r := range recs {
+		if fp, _ := seal.FingerprintOf(r.env); fp == next.Fingerprint() {
+			continue
+		}
+		plain, err := ring.Open(r.env, t.ad(r.tenant, r.id))
+		if err != nil {
+			return n, fmt.Errorf("%s %s of tenant %s: %w", t.name, r.id, r.tenant, err)
+		}
+		env, err := next.Seal(plain, t.ad(r.tenant, r.id))
+		if err != nil {
+			return n, err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE `+t.name+` SET credential = $3, key_fingerprint = $4
+			WHERE tenant_id = $1 AND `+t.key+` = $2`, r.tenant, r.id, env, next.Fingerprint()); err != nil {
+			return n, err
+		}
+		n++
+	}
+	return n, nil
 }

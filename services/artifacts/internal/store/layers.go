@@ -35,7 +35,7 @@ func (s *Store) PutInstructions(ctx context.Context, tenant string, in events.In
 	if len(in.Content) > 256<<10 {
 		return 0, fmt.Errorf("%w: instructions longer than 256 KiB", ErrInvalid)
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, instructionsTarget(tenant, in.Scope, in.ProjectID), func(tx pgx.Tx) error {
 		if strings.TrimSpace(in.Content) == "" {
 			_, err := tx.Exec(ctx, `DELETE FROM artifacts.instructions WHERE tenant_id = $1 AND scope = $2 AND project_id = $3`,
 				tenant, in.Scope, in.ProjectID)
@@ -91,7 +91,7 @@ func (s *Store) PutPermissions(ctx context.Context, tenant string, set events.Pe
 	if set.Deny, err = resolve.NormalizePatterns(set.Deny); err != nil {
 		return set, 0, fmt.Errorf("%w: deny: %v", ErrInvalid, err)
 	}
-	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+	rev, err := s.change(ctx, tenant, permissionsTarget(tenant, set), func(tx pgx.Tx) error {
 		if len(set.Allow)+len(set.Deny) == 0 {
 			_, err := tx.Exec(ctx, `DELETE FROM artifacts.permission_sets WHERE tenant_id = $1 AND scope = $2
 				AND project_id = $3 AND profile_id = $4`, tenant, set.Scope, set.ProjectID, set.ProfileID)

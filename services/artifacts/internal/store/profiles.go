@@ -32,7 +32,7 @@ func (s *Store) ListProfiles(ctx context.Context, tenant string) ([]events.Profi
 	}
 	rows.Close()
 	for i := range out {
-		if out[i].Items, err = s.profileItems(ctx, tenant, out[i].ID); err != nil {
+		if out[i].Items, err = profileItems(ctx, s.DB, tenant, out[i].ID); err != nil {
 			return nil, err
 		}
 	}
@@ -44,18 +44,29 @@ func (s *Store) GetProfile(ctx context.Context, tenant, id string) (events.Profi
 	if _, err := uuid.Parse(id); err != nil {
 		return events.Profile{}, ErrNotFound
 	}
+	return readProfile(ctx, s.DB, tenant, id)
+}
+
+// readProfile reads profile id of tenant with its items through q.
+func readProfile(ctx context.Context, q querier, tenant, id string) (events.Profile, error) {
 	var p events.Profile
-	err := s.DB.QueryRow(ctx, `SELECT id::text, slug, name, description, updated_at FROM artifacts.profiles
+	err := q.QueryRow(ctx, `SELECT id::text, slug, name, description, updated_at FROM artifacts.profiles
 		WHERE tenant_id = $1 AND id = $2`, tenant, id).Scan(&p.ID, &p.Slug, &p.Name, &p.Description, &p.UpdatedAt)
 	if err != nil {
 		return p, mapErr(err)
 	}
-	p.Items, err = s.profileItems(ctx, tenant, id)
+	p.Items, err = profileItems(ctx, q, tenant, id)
 	return p, err
 }
 
-func (s *Store) profileItems(ctx context.Context, tenant, id string) ([]events.ProfileItem, error) {
-	rows, err := s.DB.Query(ctx, `SELECT artifact_type, ref FROM artifacts.profile_items WHERE tenant_id = $1 AND profile_id = $2
+// querier reads: the pool, or a transaction.
+type querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+func profileItems(ctx context.Context, q querier, tenant, id string) ([]events.ProfileItem, error) {
+	rows, err := q.Query(ctx, `SELECT artifact_type, ref FROM artifacts.profile_items WHERE tenant_id = $1 AND profile_id = $2
 		ORDER BY artifact_type, ref`, tenant, id)
 	if err != nil {
 		return nil, err
@@ -89,7 +100,11 @@ func (s *Store) PutProfile(ctx context.Context, tenant string, p events.Profile)
 	} else if _, err := uuid.Parse(p.ID); err != nil {
 		return p, 0, ErrNotFound
 	}
-	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+	action := "profile.update"
+	if creating {
+		action = "profile.create"
+	}
+	rev, err := s.change(ctx, tenant, profileTarget(action, tenant, p.ID), func(tx pgx.Tx) error {
 		slug, err := freeProfileSlug(ctx, tx, tenant, p.ID, p.Slug, p.Name)
 		if err != nil {
 			return err
@@ -176,7 +191,7 @@ func (s *Store) DeleteProfile(ctx context.Context, tenant, id string) (int64, er
 	if _, err := uuid.Parse(id); err != nil {
 		return 0, ErrNotFound
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, profileTarget("profile.delete", tenant, id), func(tx pgx.Tx) error {
 		if err := affected(tx.Exec(ctx, `DELETE FROM artifacts.profiles WHERE tenant_id = $1 AND id = $2`, tenant, id)); err != nil {
 			return err
 		}
@@ -202,7 +217,7 @@ func (s *Store) SetProjectDefault(ctx context.Context, tenant, project, profile 
 	if project == "" || len(project) > 128 {
 		return 0, fmt.Errorf("%w: projectId", ErrInvalid)
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, projectTarget("project.default_profile.set", tenant, project), func(tx pgx.Tx) error {
 		if profile == "" {
 			_, err := tx.Exec(ctx, `DELETE FROM artifacts.project_defaults WHERE tenant_id = $1 AND project_id = $2`, tenant, project)
 			return err
@@ -226,11 +241,13 @@ func (s *Store) ForgetProject(ctx context.Context, tenant, project string) (int6
 	if project == "" || len(project) > 128 {
 		return 0, fmt.Errorf("%w: projectId", ErrInvalid)
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, projectTarget("project.artifacts.delete", tenant, project), func(tx pgx.Tx) error {
 		for _, q := range []string{
 			`DELETE FROM artifacts.instructions WHERE tenant_id = $1 AND scope = 'project' AND project_id = $2`,
 			`DELETE FROM artifacts.permission_sets WHERE tenant_id = $1 AND scope = 'project' AND project_id = $2`,
 			`DELETE FROM artifacts.project_defaults WHERE tenant_id = $1 AND project_id = $2`,
+			`DELETE FROM artifacts.source_credentials WHERE tenant_id = $1 AND project_id = $2`,
+			`DELETE FROM artifacts.mcp_servers WHERE tenant_id = $1 AND project_id = $2`,
 		} {
 			if _, err := tx.Exec(ctx, q, tenant, project); err != nil {
 				return err

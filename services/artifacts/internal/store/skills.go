@@ -93,7 +93,7 @@ func (s *Store) PutSkill(ctx context.Context, tenant string, put events.SkillPut
 	if sk.Source == "" {
 		sk.Source = "custom"
 	}
-	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+	rev, err := s.change(ctx, tenant, s.skillTarget("skill.put", tenant, sk.Slug), func(tx pgx.Tx) error {
 		enabled := true
 		_ = tx.QueryRow(ctx, `SELECT enabled FROM artifacts.skills WHERE tenant_id = $1 AND slug = $2`, tenant, sk.Slug).Scan(&enabled)
 		if put.Enabled != nil {
@@ -133,7 +133,7 @@ func (s *Store) DeleteSkill(ctx context.Context, tenant, slug string) (int64, er
 	if err != nil {
 		return 0, err
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, s.skillTarget("skill.delete", tenant, slug), func(tx pgx.Tx) error {
 		if err := affected(tx.Exec(ctx, `DELETE FROM artifacts.skills WHERE tenant_id = $1 AND slug = $2`, tenant, slug)); err != nil {
 			return err
 		}
@@ -204,7 +204,11 @@ func (s *Store) ImportCommands(ctx context.Context, tenant string, cmds []events
 	prows.Close()
 	imported, warnings := skills.ImportCommands(cmds, existing, prior)
 	out := events.CommandsImported{Slugs: map[string]string{}, Warnings: warnings}
-	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+	slugs := make([]string, 0, len(imported))
+	for _, im := range imported {
+		slugs = append(slugs, im.Skill.Slug)
+	}
+	rev, err := s.change(ctx, tenant, s.skillsTarget("skill.import", tenant, slugs), func(tx pgx.Tx) error {
 		for _, im := range imported {
 			var doc *frontmatter.Doc
 			if files, err := s.Docs.ReadSkill(tenant, im.Skill.Slug); err == nil {
@@ -233,5 +237,7 @@ func (s *Store) ImportCommands(ctx context.Context, tenant string, cmds []events
 // IndexSkill records a skill whose document is already in place (an
 // adopted link) without writing it.
 func (s *Store) IndexSkill(ctx context.Context, tenant string, sk events.Skill) (int64, error) {
-	return s.change(ctx, tenant, func(tx pgx.Tx) error { return upsertSkill(ctx, tx, tenant, sk, "") })
+	return s.change(ctx, tenant, s.skillTarget("skill.adopt", tenant, sk.Slug), func(tx pgx.Tx) error {
+		return upsertSkill(ctx, tx, tenant, sk, "")
+	})
 }

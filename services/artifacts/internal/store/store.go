@@ -33,12 +33,13 @@ type Store struct {
 	OnChange func(ctx context.Context, tenant string, revision int64)
 }
 
-// change runs fn in a transaction that also bumps the tenant's revision,
-// then reports the revision. after runs once the transaction committed.
-func (s *Store) change(ctx context.Context, tenant string, fn func(tx pgx.Tx) error, after ...func()) (int64, error) {
+// change runs fn in a transaction that records it in the audit log as a
+// change of t and bumps the tenant's revision, then reports the revision.
+// after runs once the transaction committed.
+func (s *Store) change(ctx context.Context, tenant string, t target, fn func(tx pgx.Tx) error, after ...func()) (int64, error) {
 	var rev int64
 	err := pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
-		if err := fn(tx); err != nil {
+		if err := audited(ctx, tx, tenant, t, fn); err != nil {
 			return err
 		}
 		return tx.QueryRow(ctx, `INSERT INTO artifacts.revisions (tenant_id, revision) VALUES ($1, 1)

@@ -134,7 +134,7 @@ func (s *Store) PutSubagent(ctx context.Context, tenant string, put events.Subag
 	if toolList == nil {
 		toolList = []string{}
 	}
-	rev, err := s.change(ctx, tenant, func(tx pgx.Tx) error {
+	rev, err := s.change(ctx, tenant, s.subagentTarget("subagent.put", tenant, a.Slug), func(tx pgx.Tx) error {
 		enabled := true
 		_ = tx.QueryRow(ctx, `SELECT enabled FROM artifacts.subagents WHERE tenant_id = $1 AND slug = $2`, tenant, a.Slug).Scan(&enabled)
 		if put.Enabled != nil {
@@ -168,7 +168,7 @@ func (s *Store) DeleteSubagent(ctx context.Context, tenant, slug string) (int64,
 	if err != nil {
 		return 0, err
 	}
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, s.subagentTarget("subagent.delete", tenant, slug), func(tx pgx.Tx) error {
 		if err := affected(tx.Exec(ctx, `DELETE FROM artifacts.subagents WHERE tenant_id = $1 AND slug = $2`, tenant, slug)); err != nil {
 			return err
 		}
@@ -180,7 +180,7 @@ func (s *Store) DeleteSubagent(ctx context.Context, tenant, slug string) (int64,
 // IndexSubagent records a subagent whose document is already in place (an
 // adopted link) without writing it.
 func (s *Store) IndexSubagent(ctx context.Context, tenant string, a events.Subagent) (int64, error) {
-	return s.change(ctx, tenant, func(tx pgx.Tx) error {
+	return s.change(ctx, tenant, s.subagentTarget("subagent.adopt", tenant, a.Slug), func(tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO artifacts.subagents (tenant_id, slug, name, description, model, enabled)
 			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (tenant_id, slug) DO UPDATE SET name = excluded.name,
 			description = excluded.description, model = excluded.model, updated_at = now()`,

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"clopen.dev/services/engine-worker/internal/mcpproxy"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"clopen.dev/services/engine-worker/internal/sandbox"
 )
@@ -29,6 +30,9 @@ type Sandboxing struct {
 	// Proxies hold the credentials of confined processes (see Route); a
 	// process pointed at one of their URLs reaches that proxy.
 	Proxies *modelproxy.Pool
+	// MCP, when set, is every process's way to the MCP bridge (see
+	// mcpproxy).
+	MCP *mcpproxy.Proxy
 }
 
 // Confinement is one process's sandbox: ChildSpec.Confine.
@@ -69,6 +73,14 @@ func (s *Sandboxing) For(tenant, bin, workspace, baseURL string, state ...string
 		spec.Endpoints = append(spec.Endpoints, *s.Egress)
 		spec.Env = s.Env
 	}
+	if e := s.MCP.Endpoint(); e != nil {
+		for _, have := range spec.Endpoints {
+			if have.Port == e.Port {
+				return nil, fmt.Errorf("sandbox endpoints: the model API's port %d is the MCP proxy's", e.Port)
+			}
+		}
+		spec.Endpoints = append(spec.Endpoints, *e)
+	}
 	// Files the worker just wrote into the state dirs (settings, artifacts)
 	// must be the tenant's before any process of it reads them, a warm one
 	// already running included.
@@ -76,6 +88,15 @@ func (s *Sandboxing) For(tenant, bin, workspace, baseURL string, state ...string
 		return nil, err
 	}
 	return &Confinement{Sandbox: s.Sandbox, Spec: spec}, nil
+}
+
+// MCPProxy returns the MCP proxy of the confined processes, nil when
+// unconfined.
+func (s *Sandboxing) MCPProxy() *mcpproxy.Proxy {
+	if s == nil {
+		return nil
+	}
+	return s.MCP
 }
 
 // ModelProxies returns the model proxies, nil when unconfined or without.

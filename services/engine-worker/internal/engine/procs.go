@@ -104,16 +104,20 @@ func (s *Procs[P]) Take(key string, fits func(P) bool) (p P, ok bool) {
 	return took.p, true
 }
 
-// RetireKey retires every warm process of key.
+// RetireKey retires every warm process of key and returns once they are
+// stopped: the caller may then replace the files they had open.
 func (s *Procs[P]) RetireKey(key string) {
 	s.mu.Lock()
 	list := s.idle[key]
 	s.setIdle(key, nil)
 	s.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, ip := range list {
 		ip.timer.Stop()
-		s.retire(ip.p)
+		wg.Add(1)
+		s.background(func() { defer wg.Done(); s.stop(ip.p) })
 	}
+	wg.Wait()
 }
 
 // setIdle stores key's warm list; s.mu is held.

@@ -14,6 +14,21 @@ import (
 // model calls before it gives up on the turn.
 const DefaultRetryBudget = 30 * time.Second
 
+// SilentRetrier is implemented by an adapter whose agent retries failed
+// model calls without saying so anywhere the adapter can read (Cline
+// writes nothing about them over ACP, nor in a log). For such an engine
+// the worker tells the user from what its model proxy sees: every call
+// the provider answered with 429 or a 5xx becomes a RetryNotice.
+type SilentRetrier interface {
+	RetriesSilently() bool
+}
+
+// RetriesSilently reports whether e's agent retries in silence.
+func RetriesSilently(e Engine) bool {
+	s, ok := e.(SilentRetrier)
+	return ok && s.RetriesSilently()
+}
+
 // retryStatus finds the HTTP status in an agent's retry line: "Attempt 2
 // failed with status 429. Retrying…", "HTTP 500 … retrying in 2s",
 // "status code: 503, retrying", `request failed {"http_status":429,…}`.

@@ -25,9 +25,10 @@ type Sessions interface {
 	// the turn ended on (its result's session id), "" when the worker only
 	// restores; Dir must not depend on it, Match may.
 	SessionState(req Request, session string) []SessionDir
-	// Forget drops what the instance keeps warm for chat (Clopen's chat
-	// session id): a warm process on an older turn of the chat, whose
-	// files were just replaced by those of a later turn that ran on
-	// another worker.
+	// Forget stops what the instance keeps warm for chat (Clopen's chat
+	// session id) and returns once it is stopped: the worker calls it
+	// before it replaces the chat's files with those of another turn (a
+	// later one that ran on another worker, or an earlier one for a fork),
+	// which a warm process would otherwise go on from, or write over.
 	Forget(chat string)
 }

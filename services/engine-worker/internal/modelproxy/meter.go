@@ -2,6 +2,7 @@ package modelproxy
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,10 +36,14 @@ type Span struct {
 	live      map[*metered]struct{}
 	drained   chan struct{} // closed when live empties, once End waits
 	ended     bool
+	failures  []int                  // the HTTP status of each failed model call, in order
+	trace     func() context.Context // the parent of its calls' spans, when traced (Traced)
+	provider  string                 // gen_ai.provider.name of its calls
 }
 
 // metered is one request's response as the meter follows it.
 type metered struct {
+	status int // the HTTP status answered; 0 until then
 	mu     sync.Mutex
 	s      *scanner // nil: a response that is not metered
 	span   *Span
@@ -62,6 +67,24 @@ func (r *metered) sofar() events.TokenUsage {
 		return events.TokenUsage{}
 	}
 	return r.s.c.usage()
+}
+
+// failed records that the provider (or the proxy, for a provider it could
+// not reach) answered the request with status, a failed model call: 429 or
+// any 5xx. An agent that retries in silence says nothing else of it.
+func (r *metered) failed(status int) {
+	if status != 429 && status < 500 {
+		return
+	}
+	sp := r.span
+	if sp == nil {
+		return
+	}
+	sp.m.mu.Lock()
+	if !sp.ended {
+		sp.failures = append(sp.failures, status)
+	}
+	sp.m.mu.Unlock()
 }
 
 // done ends the body and returns its usage.
@@ -185,6 +208,35 @@ func (sp *Span) End(ctx context.Context) (u events.TokenUsage, ok bool) {
 		sp.ended, sp.live, sp.drained = true, nil, nil
 	}
 	return sp.usage, sp.proxied || sp.responses > 0 || sp.usage != (events.TokenUsage{})
+}
+
+// Sofar returns the run's usage up to now: the responses that ended, plus
+// what the ones still streaming have reported so far (an Anthropic stream
+// reports its input when it starts and its output when it ends). ok is as
+// End's. Budgets read it while the run goes on; End gives the final count.
+func (sp *Span) Sofar() (u events.TokenUsage, ok bool) {
+	m := sp.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u = sp.usage
+	for r := range sp.live {
+		u = u.Add(r.sofar())
+	}
+	return u, sp.proxied || sp.responses > 0 || u != (events.TokenUsage{})
+}
+
+// Failures returns the HTTP statuses of the run's failed model calls (429
+// and 5xx) from the nth on, in the order they were answered, and how many
+// there have been in all: a caller that keeps the count asks only for the
+// ones it has not seen.
+func (sp *Span) Failures(n int) (statuses []int, total int) {
+	m := sp.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n < len(sp.failures) {
+		statuses = slices.Clone(sp.failures[n:])
+	}
+	return statuses, len(sp.failures)
 }
 
 // Usage returns every token the chat's responses reported, attributed to a

@@ -253,6 +253,22 @@ func TestStreamOutlivesTurn(t *testing.T) {
 		}
 	})
 
+	t.Run("Sofar counts it while it streams", func(t *testing.T) {
+		sp := pool.Begin("t", "chat")
+		body := start(t)
+		mid, ok := sp.Sofar()
+		whole := reported(t, <-body)
+		// message_start said the input and one output token so far.
+		if want := (events.TokenUsage{InputTokens: whole.InputTokens, OutputTokens: 1}); !ok || mid != want {
+			t.Errorf("Sofar mid-stream = %+v (%v), want what the stream had reported: %+v", mid, ok, want)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if got, _ := sp.End(ctx); got != whole {
+			t.Errorf("metered %+v at the end, the provider reported %+v", got, whole)
+		}
+	})
+
 	t.Run("past End's deadline", func(t *testing.T) {
 		before := c.r.Meter.Unattributed()
 		sp := pool.Begin("t", "chat")
@@ -336,4 +352,48 @@ func TestStreamBrokenOff(t *testing.T) {
 	if d := time.Since(began); d > 2*time.Second {
 		t.Errorf("End waited %v for a response that had already broken off", d)
 	}
+}
+
+// TestFailedCallsRecorded: the span of a run records every model call the
+// provider failed (429, 5xx, and a provider the proxy could not reach) in
+// order, and nothing for a call that worked or one made after the run.
+func TestFailedCallsRecorded(t *testing.T) {
+	llm := httptest.NewServer(fakellm.New(fakellm.Config{RetryAfter: time.Second}))
+	defer llm.Close()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	pool := &modelproxy.Pool{Dir: t.TempDir(), Options: loopback}
+	defer pool.Close()
+	c := newChat(t, pool, "t", "chat", modelproxy.Upstream{BaseURL: llm.URL, Scheme: modelproxy.AnthropicKey, Secret: "k"})
+	gone := newChat(t, pool, "t", "gone", modelproxy.Upstream{BaseURL: deadURL, Scheme: modelproxy.AnthropicKey, Secret: "k"})
+	call := func(c chatClient, prompt string) {
+		if resp := c.stream(t, c.r.Token, prompt); resp != nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	sp := pool.Begin("t", "chat")
+	call(c, "@@RATELIMIT@@ hi")
+	call(c, "hello")
+	call(c, "@@ERROR@@ hi")
+	got, n := sp.Failures(0)
+	if fmt.Sprint(got) != "[429 500]" || n != 2 {
+		t.Errorf("failures = %v (%d), want [429 500]", got, n)
+	}
+	if rest, n := sp.Failures(1); fmt.Sprint(rest) != "[500]" || n != 2 {
+		t.Errorf("failures from the second = %v (%d), want [500]", rest, n)
+	}
+	sp.End(context.Background())
+	call(c, "@@ERROR@@ after the run")
+	if got, n := sp.Failures(0); n != 2 {
+		t.Errorf("a call after End was recorded on the ended run: %v", got)
+	}
+
+	unreachable := pool.Begin("t", "gone")
+	call(gone, "hi")
+	if got, _ := unreachable.Failures(0); fmt.Sprint(got) != "[502]" {
+		t.Errorf("failures of a provider the proxy cannot reach = %v, want [502]", got)
+	}
+	unreachable.End(context.Background())
 }

@@ -161,11 +161,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec := m.begin()
+	call := p.callSpan(r, rec)
 	// Deferred: a response the provider broke off mid-stream (the reverse
 	// proxy then aborts the handler with a panic) counts as far as it got.
 	defer func() {
 		u, ok := rec.done()
 		m.finish(rec, u, ok)
+		endCall(call, rec.status, u, ok)
 	}()
 	p.rp.ServeHTTP(&meteredWriter{ResponseWriter: w, rec: rec}, r)
 }
@@ -260,6 +262,8 @@ type meteredWriter struct {
 }
 
 func (w *meteredWriter) WriteHeader(code int) {
+	w.rec.status = code
+	w.rec.failed(code)
 	if code/100 == 2 {
 		mt, _, _ := mime.ParseMediaType(w.Header().Get("Content-Type"))
 		if mt == "text/event-stream" || mt == "application/json" {

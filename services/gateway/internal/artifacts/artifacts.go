@@ -272,3 +272,13 @@ func (a *Artifacts) Revision(ctx context.Context, p identity.Principal) (events.
 	err := a.call(ctx, events.OpRevision, events.ListRequest{Caller: p.Caller()}, &out)
 	return out, err
 }
+
+// AuditPage returns a page of the artifacts service's part of p's tenant's
+// audit log (skills, subagents, instructions, permissions, profiles,
+// providers, accounts, source credentials).
+func (a *Artifacts) AuditPage(ctx context.Context, p identity.Principal, q events.AuditQuery) ([]events.AuditEntry, error) {
+	q.Caller = p.Caller()
+	var out events.AuditPage
+	err := a.call(ctx, events.OpAuditList, q, &out)
+	return out.Entries, err
+}

@@ -186,3 +186,12 @@ func (a *Artifacts) SetDefaultProfile(ctx context.Context, p identity.Principal,
 func (a *Artifacts) ForgetProject(ctx context.Context, p identity.Principal, project string) error {
 	return a.call(ctx, events.OpProjectForget, events.ProjectRef{Caller: p.Caller(), ProjectID: project}, nil)
 }
+
+// PutSourceCredential seals credential as project's repository credential;
+// an empty one removes it. The caller has checked p may change project.
+func (a *Artifacts) PutSourceCredential(ctx context.Context, p identity.Principal, project, credential string) error {
+	if credential == "" {
+		return a.call(ctx, events.OpSourceCredentialDelete, events.ProjectRef{Caller: p.Caller(), ProjectID: project}, nil)
+	}
+	return a.call(ctx, events.OpSourceCredentialPut, events.SourceCredentialPut{Caller: p.Caller(), ProjectID: project, Credential: credential}, nil)
+}

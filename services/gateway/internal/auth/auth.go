@@ -150,6 +150,27 @@ func (a *Authenticator) state(keyID string) *keyState {
 	return st
 }
 
+// SessionCookie is the cookie of a browser's web session: it holds a
+// short-lived API key minted for the session at sign-in (see the
+// /v1/session routes), never the key the user signed in with.
+const SessionCookie = "clopen_session"
+
+// Credential returns the API key of r and whether it came from the session
+// cookie: the Authorization bearer token; else, when allowQuery is set (the
+// WebSocket route), the access_token query parameter; else the session
+// cookie. A key from the cookie rides on every request the browser makes to
+// the gateway, so its caller must refuse cross-origin requests
+// (http.CrossOriginProtection) before acting on it.
+func Credential(r *http.Request, allowQuery bool) (key string, fromCookie bool) {
+	if key := BearerToken(r, allowQuery); key != "" || r.Header.Get("Authorization") != "" {
+		return key, false
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		return c.Value, true
+	}
+	return "", false
+}
+
 // BearerToken returns the API key of r: the Authorization bearer token, or,
 // when allowQuery is set (the WebSocket route, which browsers cannot give
 // headers), the access_token query parameter.

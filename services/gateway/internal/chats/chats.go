@@ -118,6 +118,21 @@ func (c *Chats) Run(ctx context.Context, p identity.Principal, id string) (event
 	return r, nil
 }
 
+// Retry retries run id, which must be lost, as a new run of its session;
+// p must be allowed to send in that session.
+func (c *Chats) Retry(ctx context.Context, p identity.Principal, id string) (events.StartTurnReply, error) {
+	r, err := c.Run(ctx, p, id)
+	if err != nil {
+		return events.StartTurnReply{}, err
+	}
+	if err := c.access(ctx, p, r.SessionID); err != nil {
+		return events.StartTurnReply{}, err
+	}
+	var out events.StartTurnReply
+	err = c.call(ctx, events.OpRunRetry, events.RunRef{Caller: p.Caller(), RunID: id}, &out)
+	return out, err
+}
+
 // canUse hides a resource whose project p may not use behind not-found.
 func (c *Chats) canUse(ctx context.Context, p identity.Principal, project, kind, id string) error {
 	_, err := c.projects.Project(ctx, p, project)
@@ -128,27 +143,32 @@ func (c *Chats) canUse(ctx context.Context, p identity.Principal, project, kind,
 }
 
 // ListSessions lists a project's sessions, newest first.
-func (c *Chats) ListSessions(ctx context.Context, p identity.Principal, project string, limit int) ([]events.Session, error) {
+func (c *Chats) ListSessions(ctx context.Context, p identity.Principal, project, query string, limit int) ([]events.Session, error) {
+	if len(query) > events.MaxSessionQuery {
+		return nil, apierr.New(apierr.ErrInvalid, "q: longer than %d bytes", events.MaxSessionQuery)
+	}
 	if _, err := c.projects.Project(ctx, p, project); err != nil {
 		return nil, err
 	}
 	var out []events.Session
-	err := c.call(ctx, events.OpSessionList, events.SessionList{Caller: p.Caller(), ProjectID: project, Limit: limit}, &out)
+	err := c.call(ctx, events.OpSessionList, events.SessionList{Caller: p.Caller(), ProjectID: project, Query: query, Limit: limit}, &out)
 	return out, err
 }
 
 // CreateSession creates a session in project, which p must be able to use:
 // streammgr trusts the project id it is given.
 func (c *Chats) CreateSession(ctx context.Context, p identity.Principal, project string, in api.CreateSession) (events.Session, error) {
-	if _, err := c.projects.Project(ctx, p, project); err != nil {
+	pr, err := c.projects.Project(ctx, p, project)
+	if err != nil {
 		return events.Session{}, err
 	}
 	if err := checkEngine(in.Engine); err != nil {
 		return events.Session{}, err
 	}
 	var s events.Session
-	err := c.call(ctx, events.OpSessionCreate, events.SessionCreate{Caller: p.Caller(), ProjectID: project,
-		Title: in.Title, Engine: in.Engine, Model: in.Model, Effort: in.Effort, ProfileID: in.ProfileID}, &s)
+	err = c.call(ctx, events.OpSessionCreate, events.SessionCreate{Caller: p.Caller(), ProjectID: project,
+		Title: in.Title, Engine: in.Engine, Model: in.Model, Effort: in.Effort, ProfileID: in.ProfileID,
+		BaseSnapshot: pr.BaseSnapshot}, &s)
 	if err == nil {
 		c.homes.put(p.TenantID, s.ID, s.ProjectID)
 	}
@@ -191,6 +211,30 @@ func (c *Chats) Messages(ctx context.Context, p identity.Principal, id, afterRow
 	var out []events.MessageRow
 	err := c.call(ctx, events.OpMessagesList, events.MessageList{Caller: p.Caller(), SessionID: id, AfterRow: afterRow, Limit: limit}, &out)
 	return out, err
+}
+
+// Checkpoints lists the turns on a session's HEAD, oldest first, with the
+// snapshots they left.
+func (c *Chats) Checkpoints(ctx context.Context, p identity.Principal, id string) ([]events.Checkpoint, error) {
+	if _, err := c.Session(ctx, p, id); err != nil {
+		return nil, err
+	}
+	var out []events.Checkpoint
+	err := c.call(ctx, events.OpCheckpoints, events.SessionRef{Caller: p.Caller(), SessionID: id}, &out)
+	return out, err
+}
+
+// Restore moves a session's HEAD back to one of its messages.
+func (c *Chats) Restore(ctx context.Context, p identity.Principal, id, message string) (events.Session, error) {
+	if _, err := c.Session(ctx, p, id); err != nil {
+		return events.Session{}, err
+	}
+	if err := checkID("message", message); err != nil {
+		return events.Session{}, err
+	}
+	var s events.Session
+	err := c.call(ctx, events.OpSessionRestore, events.SessionRestore{Caller: p.Caller(), SessionID: id, MessageID: message}, &s)
+	return s, err
 }
 
 // Runs lists a session's runs, oldest first.
@@ -277,4 +321,21 @@ func (c *Chats) Usage(ctx context.Context, p identity.Principal, req events.Usag
 	var out events.UsageReply
 	err := c.call(ctx, events.OpUsage, req, &out)
 	return out, err
+}
+
+// Budgets returns p's tenant's budgets with what it spent in each one's
+// period (streammgr refuses anyone but a tenant admin).
+func (c *Chats) Budgets(ctx context.Context, p identity.Principal) (events.BudgetsReply, error) {
+	var out events.BudgetsReply
+	err := c.call(ctx, events.OpBudgets, events.BudgetsRequest{Caller: p.Caller()}, &out)
+	return out, err
+}
+
+// AuditPage returns a page of streammgr's part of p's tenant's audit log
+// (budgets and limits).
+func (c *Chats) AuditPage(ctx context.Context, p identity.Principal, q events.AuditQuery) ([]events.AuditEntry, error) {
+	q.Caller = p.Caller()
+	var out events.AuditPage
+	err := c.call(ctx, events.OpAuditList, q, &out)
+	return out.Entries, err
 }

@@ -26,11 +26,16 @@ func NewTurn(session string, in api.SendMessage, maxText int) (Turn, error) {
 	if err := checkEngine(in.Engine); err != nil {
 		return Turn{}, err
 	}
+	if in.ParentMessageID != "" {
+		if err := checkID("message", in.ParentMessageID); err != nil {
+			return Turn{}, err
+		}
+	}
 	if len(in.ClientRequestID) > 128 {
 		return Turn{}, apierr.New(apierr.ErrInvalid, "clientRequestId: at most 128 bytes")
 	}
 	return Turn{events.StartTurnRequest{SessionID: session, Prompt: prompt, Engine: in.Engine, Model: in.Model,
-		Effort: in.Effort, ProfileID: in.ProfileID, ClientRequestID: in.ClientRequestID}}, nil
+		Effort: in.Effort, ProfileID: in.ProfileID, ClientRequestID: in.ClientRequestID, ParentMessageID: in.ParentMessageID}}, nil
 }
 
 // Prompt builds the content blocks of a send: text is shorthand for one

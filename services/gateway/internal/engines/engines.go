@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -51,7 +52,9 @@ func New(nc *nats.Conn, bus *identity.Bus, projects Projects) *Engines {
 	return &Engines{nc: nc, bus: bus, projects: projects}
 }
 
-// List returns every engine type, ready when a live worker offers it.
+// List returns every engine type, ready when a live worker offers it; one
+// that is not says why and what to do, as the first live worker (by id)
+// that checked it reported, else where to look.
 func (e *Engines) List(ctx context.Context) ([]api.EngineReadiness, error) {
 	out := make([]api.EngineReadiness, 0, len(events.EngineTypes()))
 	byEngine := map[events.EngineType]*api.EngineReadiness{}
@@ -62,6 +65,15 @@ func (e *Engines) List(ctx context.Context) ([]api.EngineReadiness, error) {
 	workers, err := e.workers(ctx)
 	if err != nil {
 		return nil, err
+	}
+	slices.SortFunc(workers, func(a, b events.WorkerInfo) int { return strings.Compare(a.ID, b.ID) })
+	problems := map[events.EngineType]events.EngineProblem{}
+	for _, w := range workers {
+		for _, p := range w.Unready {
+			if _, seen := problems[p.Engine]; !seen {
+				problems[p.Engine] = p
+			}
+		}
 	}
 	for _, w := range workers {
 		for _, st := range w.Engines {
@@ -77,8 +89,13 @@ func (e *Engines) List(ctx context.Context) ([]api.EngineReadiness, error) {
 		}
 	}
 	for i := range out {
-		if !out[i].Ready {
-			out[i].Message = notOffered(out[i].Engine)
+		if out[i].Ready {
+			continue
+		}
+		out[i].Message = notOffered(out[i].Engine)
+		if p, ok := problems[out[i].Engine]; ok {
+			out[i].State = p.State
+			out[i].Message = p.State + ": " + p.Fix
 		}
 	}
 	return out, nil
@@ -177,3 +194,37 @@ func subjectOf(engine events.EngineType, op string) (string, error) {
 }
 
 func noWorker(engine events.EngineType) string { return "no worker has " + string(engine) + " ready" }
+
+// sourceTimeout bounds a clone or push on a worker: under the HTTP write
+// timeout, and as long as the worker allows itself.
+const sourceTimeout = 4 * time.Minute
+
+// Clone clones a project's repository on an engine worker into a snapshot
+// of p's tenant. The caller has checked p may change the project.
+func (e *Engines) Clone(ctx context.Context, p identity.Principal, req events.CloneRequest) (events.CloneReply, error) {
+	req.Caller = p.Caller()
+	var out events.CloneReply
+	return out, e.source(ctx, events.OpSourceClone, req, &out)
+}
+
+// Push pushes a session's snapshot to a branch of its project's repository
+// on an engine worker. The caller has checked p may use the session.
+func (e *Engines) Push(ctx context.Context, p identity.Principal, req events.PushRequest) (events.PushReply, error) {
+	req.Caller = p.Caller()
+	var out events.PushReply
+	return out, e.source(ctx, events.OpSourcePush, req, &out)
+}
+
+func (e *Engines) source(ctx context.Context, op string, req, out any) error {
+	subject, err := events.SourceSubject(op)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, sourceTimeout)
+	defer cancel()
+	err = e.bus.Call(ctx, subject, req, out)
+	if errors.Is(err, nats.ErrNoResponders) {
+		return svc.Unavailable("no engine worker is running to reach the repository")
+	}
+	return err
+}

@@ -127,7 +127,7 @@ func (s *Server) deleteProfile(ctx context.Context, r *http.Request, p identity.
 	if err := s.artifacts.DeleteProfile(ctx, p, id); err != nil {
 		return none{}, err
 	}
-	return none{}, s.store.ClearDefaultProfile(ctx, p.TenantID, id)
+	return none{}, s.store.ClearDefaultProfile(ctx, p.Actor(), p.TenantID, id)
 }
 
 func (s *Server) getDefaultProfile(ctx context.Context, r *http.Request, p identity.Principal, _ none) (api.DefaultProfile, error) {
@@ -194,4 +194,41 @@ func (s *Server) adopt(ctx context.Context, _ *http.Request, p identity.Principa
 
 func (s *Server) revision(ctx context.Context, _ *http.Request, p identity.Principal, _ none) (events.RevisionReply, error) {
 	return s.artifacts.Revision(ctx, p)
+}
+
+func (s *Server) listMCPServers(l layerOf) func(context.Context, *http.Request, identity.Principal, none) (api.MCPServers, error) {
+	return func(ctx context.Context, r *http.Request, p identity.Principal, _ none) (api.MCPServers, error) {
+		ss, err := s.artifacts.MCPServers(ctx, p, l(r))
+		return api.MCPServers{MCPServers: nonNil(ss)}, err
+	}
+}
+
+func (s *Server) getMCPServer(l layerOf) func(context.Context, *http.Request, identity.Principal, none) (events.MCPServerDef, error) {
+	return func(ctx context.Context, r *http.Request, p identity.Principal, _ none) (events.MCPServerDef, error) {
+		return s.artifacts.MCPServer(ctx, p, l(r), r.PathValue("slug"))
+	}
+}
+
+func (s *Server) createMCPServer(l layerOf) func(context.Context, *http.Request, identity.Principal, api.MCPServerInput) (events.MCPServerDef, error) {
+	return func(ctx context.Context, r *http.Request, p identity.Principal, in api.MCPServerInput) (events.MCPServerDef, error) {
+		return s.artifacts.CreateMCPServer(ctx, p, l(r), in)
+	}
+}
+
+func (s *Server) replaceMCPServer(l layerOf) func(context.Context, *http.Request, identity.Principal, api.MCPServerInput) (events.MCPServerDef, error) {
+	return func(ctx context.Context, r *http.Request, p identity.Principal, in api.MCPServerInput) (events.MCPServerDef, error) {
+		return s.artifacts.ReplaceMCPServer(ctx, p, l(r), r.PathValue("slug"), in)
+	}
+}
+
+func (s *Server) deleteMCPServer(l layerOf) func(context.Context, *http.Request, identity.Principal, none) (none, error) {
+	return func(ctx context.Context, r *http.Request, p identity.Principal, _ none) (none, error) {
+		return none{}, s.artifacts.DeleteMCPServer(ctx, p, l(r), r.PathValue("slug"))
+	}
+}
+
+func (s *Server) probeMCPServer(l layerOf) func(context.Context, *http.Request, identity.Principal, none) (events.MCPServerStatus, error) {
+	return func(ctx context.Context, r *http.Request, p identity.Principal, _ none) (events.MCPServerStatus, error) {
+		return s.artifacts.ProbeMCPServer(ctx, p, l(r), r.PathValue("slug"))
+	}
 }

@@ -30,13 +30,25 @@ var noneType = reflect.TypeFor[none]()
 type endpoint struct {
 	in, out reflect.Type // noneType when there is no body
 	status  int          // success status
-	serve   func(w http.ResponseWriter, r *http.Request, p identity.Principal)
+	// binary lists the media types of a body that is not JSON (in is then
+	// noneType): the handler reads it itself.
+	binary []string
+	media  string // the media type of a body the handler writes itself ("": JSON of out)
+	serve  func(w http.ResponseWriter, r *http.Request, p identity.Principal)
 }
 
 // handle adapts a typed handler: the body is decoded strictly into In, the
 // result encoded as JSON with status (no body for none), errors written
 // through StatusFor. The types are what the OpenAPI document describes.
 func handle[In, Out any](s *Server, status int, f func(ctx context.Context, r *http.Request, p identity.Principal, in In) (Out, error)) endpoint {
+	return handleW(s, status, func(_ http.ResponseWriter, r *http.Request, p identity.Principal, in In) (Out, error) {
+		return f(r.Context(), r, p, in)
+	})
+}
+
+// handleW is handle for a handler that also sets response headers (a
+// cookie) before its result is written.
+func handleW[In, Out any](s *Server, status int, f func(w http.ResponseWriter, r *http.Request, p identity.Principal, in In) (Out, error)) endpoint {
 	ep := endpoint{in: reflect.TypeFor[In](), out: reflect.TypeFor[Out](), status: status}
 	ep.serve = func(w http.ResponseWriter, r *http.Request, p identity.Principal) {
 		var in In
@@ -46,7 +58,7 @@ func handle[In, Out any](s *Server, status int, f func(ctx context.Context, r *h
 				return
 			}
 		}
-		out, err := f(r.Context(), r, p, in)
+		out, err := f(w, r, p, in)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -134,8 +146,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		case e.RetryAfter > 0: // a service's refusal for load (tenant_queue_full)
 			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 		}
+	case e.Status == http.StatusPaymentRequired && e.RetryAfter > 0: // budget_exhausted: when the period resets
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	writeJSON(w, e.Status, api.Error{Error: api.ErrorDetail{Code: e.Code, Message: e.Message, ClientRequestID: e.ClientRequestID}})
+	writeJSON(w, e.Status, api.Error{Error: api.ErrorDetail{Code: e.Code, Message: e.Message, ClientRequestID: e.ClientRequestID,
+		Budget: e.Budget}})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

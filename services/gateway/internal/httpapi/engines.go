@@ -27,9 +27,9 @@ func (s *Server) engineRoutes(key func(tag, method, path, summary string, ep end
 		key("engines", "GET", "/v1/engines", "Every engine, ready when a worker offers it, with the versions workers run", handle(s, ok, s.listEngines)),
 		key("engines", "GET", "/v1/models", "An engine's model catalog as the caller's tenant and account see it; no worker: an empty list and a message",
 			handle(s, ok, s.listModels), modelsEngineParam, modelsAccountParam, modelsProviderParam),
-		key("generate", "POST", "/v1/projects/{id}/generate/commit-message", "A commit message for the project workspace's changes (staged, else unstaged)",
+		key("generate", "POST", "/v1/projects/{id}/generate/commit-message", "A commit message for a session's changes: its workspace at HEAD against its base",
 			handle(s, ok, s.generateCommitMessage)),
-		key("generate", "POST", "/v1/projects/{id}/generate/branch-name", "A git branch name for the project workspace's changes",
+		key("generate", "POST", "/v1/projects/{id}/generate/branch-name", "A git branch name for a session's changes: its workspace at HEAD against its base",
 			handle(s, ok, s.generateBranchName)),
 		key("generate", "POST", "/v1/artifacts/{kind}/generate", "Draft a skill, subagent or instruction from its purpose; nothing is saved",
 			handle(s, ok, s.generateDraft)),
@@ -60,11 +60,28 @@ func (s *Server) generateBranchName(ctx context.Context, r *http.Request, p iden
 	return out, err
 }
 
-// generateFromChanges runs a git generator on the project's workspace and
-// decodes its document into out.
+// generateFromChanges runs a generator of changes on one of the project's
+// sessions and decodes its document into out. The worker reads the
+// session's snapshots, which the gateway resolves here: the session must be
+// one the caller may see, in the project of the path.
 func (s *Server) generateFromChanges(ctx context.Context, r *http.Request, p identity.Principal, in api.Generate, generator string, out any) (api.Generated, error) {
+	project := r.PathValue("id")
+	if _, err := s.store.Project(ctx, p, project); err != nil {
+		return api.Generated{}, err
+	}
+	if in.SessionID == "" {
+		return api.Generated{}, apierr.New(apierr.ErrInvalid, "sessionId: missing; name the session whose changes to describe")
+	}
+	sess, err := s.chats.Session(ctx, p, in.SessionID)
+	if err != nil {
+		return api.Generated{}, err
+	}
+	if sess.ProjectID != project {
+		return api.Generated{}, apierr.New(apierr.ErrNotFound, "session %s not found in project %s", in.SessionID, project)
+	}
 	rep, err := s.engines.Generate(ctx, p, events.GenerateRequest{Engine: in.Engine, Model: in.Model, Provider: in.Provider,
-		AccountID: in.AccountID, ProjectID: r.PathValue("id"), Generator: generator, Input: in.Instructions})
+		AccountID: in.AccountID, ProjectID: project, Generator: generator, Input: in.Instructions,
+		SessionID: sess.ID, From: sess.BaseSnapshot, To: sess.HeadSnapshot})
 	if err != nil {
 		return api.Generated{}, err
 	}

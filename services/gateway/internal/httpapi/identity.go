@@ -28,7 +28,7 @@ func (s *Server) createUser(ctx context.Context, _ *http.Request, p identity.Pri
 	if err := adminOnly(p, "create users"); err != nil {
 		return api.User{}, err
 	}
-	return s.store.CreateUser(ctx, p.TenantID, in)
+	return s.store.CreateUser(ctx, p.Actor(), p.TenantID, in)
 }
 
 // keyOwner resolves whose keys a request is about: the caller's, or for an
@@ -58,7 +58,7 @@ func (s *Server) createKey(ctx context.Context, _ *http.Request, p identity.Prin
 	if err != nil {
 		return api.NewAPIKey{}, err
 	}
-	return s.store.CreateKey(ctx, p.TenantID, owner, in.Name, in.ExpiresAt)
+	return s.store.CreateKey(ctx, p.Actor(), p.TenantID, owner, in.Name, in.ExpiresAt)
 }
 
 func (s *Server) revokeKey(ctx context.Context, r *http.Request, p identity.Principal, _ none) (none, error) {
@@ -66,5 +66,5 @@ func (s *Server) revokeKey(ctx context.Context, r *http.Request, p identity.Prin
 	if p.IsAdmin() {
 		owner = ""
 	}
-	return none{}, s.store.RevokeKey(ctx, p.TenantID, r.PathValue("id"), owner)
+	return none{}, s.store.RevokeKey(ctx, p.Actor(), p.TenantID, r.PathValue("id"), owner)
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"clopen.dev/services/gateway/internal/auth"
 )
 
 // pathParam finds the {name} parameters of a route pattern.
@@ -44,15 +46,25 @@ func openAPI(routes []Route) map[string]any {
 			op["requestBody"] = map[string]any{"required": true,
 				"content": map[string]any{"application/json": map[string]any{"schema": sc.of(rt.ep.in)}}}
 		}
+		if len(rt.ep.binary) > 0 {
+			content := map[string]any{}
+			for _, mt := range rt.ep.binary {
+				content[mt] = map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": content}
+		}
 		ok := map[string]any{"description": http.StatusText(rt.ep.status)}
-		if rt.ep.out != noneType {
+		switch {
+		case rt.ep.media != "":
+			ok["content"] = map[string]any{rt.ep.media: map[string]any{"schema": map[string]any{"type": "string", "format": "binary"}}}
+		case rt.ep.out != noneType:
 			ok["content"] = map[string]any{"application/json": map[string]any{"schema": sc.of(rt.ep.out)}}
 		}
 		responses := map[string]any{strconv.Itoa(rt.ep.status): ok, "default": errResp("an error")}
 		if rt.Auth {
 			responses["401"] = errResp("missing, invalid, expired or revoked API key")
 			responses["429"] = errResp("the key's rate limit is exhausted; see Retry-After")
-			op["security"] = []any{map[string]any{"bearer": []string{}}}
+			op["security"] = []any{map[string]any{"bearer": []string{}}, map[string]any{"session": []string{}}}
 		} else {
 			op["security"] = []any{}
 		}
@@ -70,16 +82,19 @@ func openAPI(routes []Route) map[string]any {
 		"info": map[string]any{
 			"title":   "Clopen gateway",
 			"version": "1.0.0",
-			"description": "Chat with AI coding agents. Authenticate every /v1 route with `Authorization: Bearer clp_...`; " +
+			"description": "Chat with AI coding agents. Authenticate every /v1 route with `Authorization: Bearer clp_...` " +
+				"(or, in a browser, the session cookie POST /v1/session sets; a request it authenticates must come from the gateway's own origin); " +
 				"resources of other tenants, and projects the caller is not a member of, answer 404. " +
 				"Live events flow over the WebSocket at /v1/ws.",
 		},
 		"paths":    paths,
-		"security": []any{map[string]any{"bearer": []string{}}},
+		"security": []any{map[string]any{"bearer": []string{}}, map[string]any{"session": []string{}}},
 		"components": map[string]any{
 			"schemas": sc.defs,
 			"securitySchemes": map[string]any{
 				"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "clp_<43 base64url characters>"},
+				"session": map[string]any{"type": "apiKey", "in": "cookie", "name": auth.SessionCookie,
+					"description": "a web session's key, set HttpOnly by POST /v1/session or /v1/session/dev"},
 			},
 		},
 	}

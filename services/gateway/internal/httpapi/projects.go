@@ -17,8 +17,29 @@ func (s *Server) listProjects(ctx context.Context, _ *http.Request, p identity.P
 	return api.Projects{Projects: ps}, err
 }
 
+// createProject creates the project, then imports its git source if it
+// has one; a source that cannot be imported takes the new project with it,
+// so a failed create leaves nothing behind.
 func (s *Server) createProject(ctx context.Context, _ *http.Request, p identity.Principal, in api.CreateProject) (api.Project, error) {
-	return s.store.CreateProject(ctx, p, in)
+	if in.Source != nil && in.Source.Kind != api.SourceGit {
+		return api.Project{}, apierr.New(apierr.ErrInvalid, "source.kind: want git (upload an archive with POST /v1/projects/{id}/archive)")
+	}
+	pr, err := s.store.CreateProject(ctx, p, in)
+	if err != nil || in.Source == nil {
+		return pr, err
+	}
+	got, err := s.importGit(ctx, p, pr, *in.Source)
+	if err != nil {
+		cleanup := context.WithoutCancel(ctx)
+		if ferr := s.artifacts.ForgetProject(cleanup, p, pr.ID); ferr != nil {
+			s.logger.WarnContext(ctx, "forget the project whose source failed", "project", pr.ID, "err", ferr)
+		}
+		if derr := s.store.DeleteProject(cleanup, p, pr.ID); derr != nil {
+			s.logger.WarnContext(ctx, "delete the project whose source failed", "project", pr.ID, "err", derr)
+		}
+		return api.Project{}, err
+	}
+	return got, nil
 }
 
 func (s *Server) getProject(ctx context.Context, r *http.Request, p identity.Principal, _ none) (api.Project, error) {
@@ -48,7 +69,7 @@ func (s *Server) deleteProject(ctx context.Context, r *http.Request, p identity.
 	}
 	deleted := map[string]bool{}
 	for {
-		sessions, err := s.chats.ListSessions(ctx, p, id, 100)
+		sessions, err := s.chats.ListSessions(ctx, p, id, "", 100)
 		if err != nil {
 			return none{}, err
 		}

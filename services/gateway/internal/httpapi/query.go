@@ -19,6 +19,7 @@ type Param struct {
 
 var (
 	limitParam      = Param{"limit", "integer", "page size, 1 to 1000"}
+	searchParam     = Param{"q", "string", "keep the sessions whose title or head title contains this text (any case), at most 200 bytes"}
 	afterRowParam   = Param{"afterRowId", "string", "return the messages saved after this row"}
 	afterEpochParam = Param{"afterEpoch", "integer", "with afterSeq: return the events after (afterEpoch, afterSeq)"}
 	afterSeqParam   = Param{"afterSeq", "integer", "see afterEpoch"}

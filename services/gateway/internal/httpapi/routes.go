@@ -39,6 +39,14 @@ func (rt Route) Status() int { return rt.ep.status }
 // handler.
 func (s *Server) Routes() []Route { return s.routes() }
 
+// sourceErrors are the errors of the routes that clone a git source.
+var sourceErrors = map[int]string{
+	http.StatusBadRequest: "the URL is refused (only https, without credentials) or the branch name is invalid",
+	http.StatusUnprocessableEntity: "git_auth_failed: the credential was refused; git_branch_not_found: no such branch; " +
+		"git_not_a_repository: the URL is no git repository",
+	http.StatusServiceUnavailable: "no engine worker is running to clone the repository",
+}
+
 func (s *Server) routes() []Route {
 	const (
 		ok      = http.StatusOK
@@ -65,15 +73,23 @@ func (s *Server) routes() []Route {
 		key("identity", "DELETE", "/v1/api-keys/{id}", "Revoke an API key (own keys; admins any of the tenant)", handle(s, gone, s.revokeKey)),
 
 		key("projects", "GET", "/v1/projects", "The projects the caller may use (admins: all of the tenant)", handle(s, ok, s.listProjects)),
-		key("projects", "POST", "/v1/projects", "Create a project; the caller becomes its owner", handle(s, created, s.createProject)),
+		withErrors(key("projects", "POST", "/v1/projects", "Create a project, optionally cloning a git source as its base; the caller becomes its owner", handle(s, created, s.createProject)),
+			sourceErrors),
 		key("projects", "GET", "/v1/projects/{id}", "A project", handle(s, ok, s.getProject)),
 		key("projects", "PATCH", "/v1/projects/{id}", "Rename a project or set its default profile (owners, admins)", handle(s, ok, s.updateProject)),
 		key("projects", "DELETE", "/v1/projects/{id}", "Delete a project and its chat sessions (owners, admins)", handle(s, gone, s.deleteProject)),
+		withErrors(key("projects", "PUT", "/v1/projects/{id}/source", "Set the project's git source and import it as its base (owners, admins); the credential is sealed, never returned", handle(s, ok, s.putSource)),
+			sourceErrors),
+		withErrors(key("projects", "POST", "/v1/projects/{id}/archive", "Make an uploaded tar, tar.gz or zip (the raw body; format from Content-Type or the bytes) the project's base (owners, admins)", s.archiveEndpoint()),
+			map[int]string{http.StatusBadRequest: "the archive is refused: an entry that escapes it (.., absolute, a link out), a special file, " +
+				"or past the unpacked size or entry limits; the message names the entry and the reason, and the base is unchanged",
+				http.StatusRequestEntityTooLarge: "the archive is larger than the gateway's archive cap (CLOPEN_MAX_ARCHIVE_BYTES)",
+				http.StatusConflict:              "the base changed meanwhile; read the project again and retry"}),
 		key("projects", "GET", "/v1/projects/{id}/members", "A project's members", handle(s, ok, s.listMembers)),
 		key("projects", "POST", "/v1/projects/{id}/members", "Add a member or change its role (owners, admins)", handle(s, created, s.addMember)),
 		key("projects", "DELETE", "/v1/projects/{id}/members/{userId}", "Remove a member (owners, admins); the last owner stays", handle(s, gone, s.removeMember)),
 
-		key("sessions", "GET", "/v1/projects/{id}/sessions", "A project's chat sessions, newest first", handle(s, ok, s.listSessions), limitParam),
+		key("sessions", "GET", "/v1/projects/{id}/sessions", "A project's chat sessions, newest first", handle(s, ok, s.listSessions), limitParam, searchParam),
 		key("sessions", "POST", "/v1/projects/{id}/sessions", "Create a chat session", handle(s, created, s.createSession)),
 		key("sessions", "GET", "/v1/sessions/{id}", "A chat session", handle(s, ok, s.getSession)),
 		key("sessions", "PATCH", "/v1/sessions/{id}", "Change a session's title or engine selection", handle(s, ok, s.updateSession)),
@@ -83,16 +99,35 @@ func (s *Server) routes() []Route {
 			map[int]string{http.StatusGatewayTimeout: "streammgr did not answer in time; the turn may still start. The error names the " +
 				"send's clientRequestId (the client's, else one the gateway made up): find the run by it in GET /v1/sessions/{id}/runs, " +
 				"or send again with it to get the same run, never a second one",
+				http.StatusInsufficientStorage: "workspace_quota: the tenant's sessions hold its quota of files; delete sessions to start new turns",
+				http.StatusPaymentRequired: "budget_exhausted: a budget of the tenant is spent for its period; the error's budget says " +
+					"the limit, what was spent and when the period resets (also in Retry-After), and nothing was queued",
 				http.StatusTooManyRequests: "rate_limited: the key's rate limit is exhausted; tenant_queue_full: the turn would wait and " +
 					"the tenant already has as many runs waiting as its limit allows. Both say when to retry in Retry-After"}),
+		withErrors(key("sessions", "POST", "/v1/sessions/{id}/apply", "Apply the session's files to its project's base: what the session changed since it started is merged into the current base (owners, admins)", handle(s, ok, s.applySession)),
+			map[int]string{http.StatusConflict: "Nothing was applied: a turn of the session is running (wait for it to end), the base changed " +
+				"a file the session also changed differently since the session started (the message names the paths), or another apply " +
+				"moved the base meanwhile (apply again)"}),
 		key("sessions", "GET", "/v1/sessions/{id}/runs", "The session's runs, oldest first", handle(s, ok, s.listRuns), limitParam),
+		key("sessions", "GET", "/v1/sessions/{id}/checkpoints", "The turns on the session's HEAD, oldest first, each with the snapshot of the files it left and what it changed", handle(s, ok, s.checkpoints)),
+		withErrors(key("sessions", "POST", "/v1/sessions/{id}/restore", "Move HEAD back to one of the session's messages: the next turn continues from its conversation and the files its turn left", handle(s, ok, s.restore)),
+			map[int]string{http.StatusConflict: "a turn is running; restore once it ends"}),
 		key("sessions", "GET", "/v1/sessions/{id}/snapshot", "Messages, the active run and its partial text, and the CHAT cursor live frames continue from", handle(s, ok, s.snapshot)),
+		withErrors(key("sessions", "POST", "/v1/sessions/{id}/push", "Push the session's files (its HEAD) to a branch of its project's git repository, committed as the caller", handle(s, ok, s.pushSession)),
+			map[int]string{http.StatusConflict: "project has no git source",
+				http.StatusUnprocessableEntity: sourceErrors[http.StatusUnprocessableEntity],
+				http.StatusBadGateway:          "git_failed: the remote refused the push (the message quotes git)"}),
 		key("sessions", "POST", "/v1/sessions/{id}/cancel", "Cancel a run (default: the active one): soft stop, then kill", handle(s, queued, s.cancel)),
 		key("sessions", "POST", "/v1/sessions/{id}/interrupt", "Interrupt a run (default: the active one): soft stop, session stays resumable", handle(s, queued, s.interrupt)),
 		key("sessions", "POST", "/v1/sessions/{id}/answer", "Answer the run's parked question or permission prompt", handle(s, queued, s.answer)),
 
 		key("runs", "GET", "/v1/runs/{id}", "A run: its state, timings, the usage its agent reported (usage) and the usage the model proxy counted from the provider (meteredUsage, null for a run that did not go through the proxy)", handle(s, ok, s.getRun)),
 		key("usage", "GET", "/v1/usage", "Tokens, cost, runs and run time of the tenant's recorded runs (admins) or the caller's own (members), per group", handle(s, ok, s.usage), fromParam, toParam, groupByParam, usageProject),
+		withErrors(key("runs", "POST", "/v1/runs/{id}/retry", "Retry a lost run: a new run of its session with the lost turn's prompt and engine selection, "+
+			"from the files as they were when the lost turn began; its user message takes the lost one's place on HEAD. Queued behind the session's active run like a send; "+
+			"a second retry of the same run returns the first", handle(s, queued, s.retryRun)),
+			map[int]string{http.StatusConflict: "the run is not lost (the message names its state), or it was lost before its turn started",
+				http.StatusPaymentRequired: "budget_exhausted: a budget of the tenant is spent; nothing was queued"}),
 		key("runs", "GET", "/v1/runs/{id}/events", "A page of the run's stored engine events, in order", handle(s, ok, s.runEvents), afterEpochParam, afterSeqParam, limitParam),
 
 		key("skills", "GET", "/v1/skills", "The tenant's skills, without their bodies", handle(s, ok, s.listSkills)),
@@ -130,6 +165,21 @@ func (s *Server) routes() []Route {
 		key("profiles", "GET", "/v1/projects/{id}/default-profile", "A project's default profile", handle(s, ok, s.getDefaultProfile)),
 		key("profiles", "PUT", "/v1/projects/{id}/default-profile", "Set or clear a project's default profile (owners, admins)", handle(s, ok, s.setDefaultProfile)),
 
+		key("mcp", "GET", "/v1/mcp-servers", "The tenant's external MCP servers; env and headers by name only", handle(s, ok, s.listMCPServers(tenantLayer))),
+		key("mcp", "POST", "/v1/mcp-servers", "Add an external MCP server: stdio (command, args, env) or http (url, headers); env and headers are sealed and write-only (admins)", handle(s, created, s.createMCPServer(tenantLayer))),
+		key("mcp", "GET", "/v1/mcp-servers/{slug}", "One of the tenant's MCP servers", handle(s, ok, s.getMCPServer(tenantLayer))),
+		key("mcp", "PUT", "/v1/mcp-servers/{slug}", "Replace an MCP server; env or headers left out are kept, {} clears them (admins)", handle(s, ok, s.replaceMCPServer(tenantLayer))),
+		key("mcp", "DELETE", "/v1/mcp-servers/{slug}", "Delete an MCP server (admins)", handle(s, gone, s.deleteMCPServer(tenantLayer))),
+		withErrors(key("mcp", "POST", "/v1/mcp-servers/{slug}/probe", "Check an MCP server as a run reaches it (initialize, then tools/list): state ok, needs_auth, needs_config, unreachable or error, with the reason (admins)", handle(s, ok, s.probeMCPServer(tenantLayer))),
+			map[int]string{http.StatusServiceUnavailable: "the MCP bridge is not running"}),
+		key("mcp", "GET", "/v1/projects/{id}/mcp-servers", "A project's own MCP servers (they hide the tenant's of the same slug in its runs)", handle(s, ok, s.listMCPServers(projectLayer))),
+		key("mcp", "POST", "/v1/projects/{id}/mcp-servers", "Add an MCP server to a project (owners, admins)", handle(s, created, s.createMCPServer(projectLayer))),
+		key("mcp", "GET", "/v1/projects/{id}/mcp-servers/{slug}", "One of a project's MCP servers", handle(s, ok, s.getMCPServer(projectLayer))),
+		key("mcp", "PUT", "/v1/projects/{id}/mcp-servers/{slug}", "Replace a project's MCP server (owners, admins)", handle(s, ok, s.replaceMCPServer(projectLayer))),
+		key("mcp", "DELETE", "/v1/projects/{id}/mcp-servers/{slug}", "Delete a project's MCP server (owners, admins)", handle(s, gone, s.deleteMCPServer(projectLayer))),
+		withErrors(key("mcp", "POST", "/v1/projects/{id}/mcp-servers/{slug}/probe", "Check a project's MCP server as its runs reach it (owners, admins)", handle(s, ok, s.probeMCPServer(projectLayer))),
+			map[int]string{http.StatusServiceUnavailable: "the MCP bridge is not running"}),
+
 		key("accounts", "GET", "/v1/providers", "The tenant's engine providers", handle(s, ok, s.listProviders)),
 		key("accounts", "POST", "/v1/providers", "Create a provider (admins)", handle(s, created, s.createProvider)),
 		key("accounts", "PUT", "/v1/providers/{id}", "Replace a provider's fields (admins)", handle(s, ok, s.replaceProvider)),
@@ -149,6 +199,9 @@ func (s *Server) routes() []Route {
 			serve: func(w http.ResponseWriter, r *http.Request, p identity.Principal) { s.live.ServeWS(w, r, p) },
 		}),
 	}
+	routes = append(routes, s.sessionRoutes()...)
+	routes = append(routes, s.fileRoutes(key)...)
+	routes = append(routes, s.auditRoutes(key)...)
 	return append(routes, s.engineRoutes(key)...)
 }
 

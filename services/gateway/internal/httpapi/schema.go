@@ -36,6 +36,9 @@ var enums = map[reflect.Type][]string{
 	reflect.TypeFor[events.Modality]():       {"text", "image", "audio", "video", "pdf"},
 	reflect.TypeFor[events.AuthMode]():       {string(events.AuthChatGPT), string(events.AuthAPIKey)},
 	reflect.TypeFor[events.FileChangeKind](): strs(events.FileChangeKinds()),
+	reflect.TypeFor[api.SourceKind]():        strs(api.SourceKinds()),
+	reflect.TypeFor[events.BudgetUnit]():     {string(events.BudgetTokens), string(events.BudgetUSD)},
+	reflect.TypeFor[events.BudgetPeriod]():   strs(events.BudgetPeriods()),
 }
 
 func strs[T ~string](vs []T) []string {

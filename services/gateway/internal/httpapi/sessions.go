@@ -19,12 +19,21 @@ func (s *Server) listSessions(ctx context.Context, r *http.Request, p identity.P
 	if err != nil {
 		return api.Sessions{}, err
 	}
-	ss, err := s.chats.ListSessions(ctx, p, r.PathValue("id"), n)
+	ss, err := s.chats.ListSessions(ctx, p, r.PathValue("id"), r.URL.Query().Get("q"), n)
 	return api.Sessions{Sessions: nonNil(ss)}, err
 }
 
 func (s *Server) createSession(ctx context.Context, r *http.Request, p identity.Principal, in api.CreateSession) (events.Session, error) {
 	return s.chats.CreateSession(ctx, p, r.PathValue("id"), in)
+}
+
+func (s *Server) checkpoints(ctx context.Context, r *http.Request, p identity.Principal, _ none) (api.Checkpoints, error) {
+	cps, err := s.chats.Checkpoints(ctx, p, r.PathValue("id"))
+	return api.Checkpoints{Checkpoints: nonNil(cps)}, err
+}
+
+func (s *Server) restore(ctx context.Context, r *http.Request, p identity.Principal, in api.Restore) (events.Session, error) {
+	return s.chats.Restore(ctx, p, r.PathValue("id"), in.MessageID)
 }
 
 func (s *Server) getSession(ctx context.Context, r *http.Request, p identity.Principal, _ none) (events.Session, error) {
@@ -87,6 +96,10 @@ func (s *Server) answer(ctx context.Context, r *http.Request, p identity.Princip
 
 func (s *Server) getRun(ctx context.Context, r *http.Request, p identity.Principal, _ none) (events.Run, error) {
 	return s.chats.Run(ctx, p, r.PathValue("id"))
+}
+
+func (s *Server) retryRun(ctx context.Context, r *http.Request, p identity.Principal, _ none) (events.StartTurnReply, error) {
+	return s.chats.Retry(ctx, p, r.PathValue("id"))
 }
 
 func (s *Server) runEvents(ctx context.Context, r *http.Request, p identity.Principal, _ none) (api.RunEvents, error) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/audit"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
 )
@@ -21,9 +23,9 @@ func scanKey(r pgx.Row) (api.APIKey, error) {
 	return k, err
 }
 
-// CreateKey mints a key for user of tenant and returns it with its secret,
-// which is not stored and cannot be shown again.
-func (s *Store) CreateKey(ctx context.Context, tenant, user, name string, expires *time.Time) (api.NewAPIKey, error) {
+// CreateKey mints a key for user of tenant, as actor, and returns it with
+// its secret, which is not stored (nor audited) and cannot be shown again.
+func (s *Store) CreateKey(ctx context.Context, actor events.AuditActor, tenant, user, name string, expires *time.Time) (api.NewAPIKey, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case len(name) > 200:
@@ -35,12 +37,34 @@ func (s *Store) CreateKey(ctx context.Context, tenant, user, name string, expire
 		return api.NewAPIKey{}, err
 	}
 	secret, prefix, hash := MintKey()
-	k, err := scanKey(s.db.QueryRow(ctx, `INSERT INTO gateway.api_keys (id, tenant_id, user_id, name, prefix, hash, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+keyCols, newID(), tenant, user, name, prefix, hash, expires))
+	var k api.APIKey
+	err := s.change(ctx, func(tx pgx.Tx) ([]audit.Entry, error) {
+		var err error
+		k, err = scanKey(tx.QueryRow(ctx, `INSERT INTO gateway.api_keys (id, tenant_id, user_id, name, prefix, hash, expires_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+keyCols, newID(), tenant, user, name, prefix, hash, expires))
+		return []audit.Entry{keyEntry(tenant, actor, "apikey.create", nil, &k)}, err
+	})
 	if err != nil {
 		return api.NewAPIKey{}, fmt.Errorf("insert api key: %w", err)
 	}
 	return api.NewAPIKey{APIKey: k, Key: secret}, nil
+}
+
+// keyEntry is an entry about an API key: its id, name, prefix, owner and
+// dates, never its secret or hash.
+func keyEntry(tenant string, actor events.AuditActor, action string, before, after *api.APIKey) audit.Entry {
+	named := after
+	if named == nil {
+		named = before
+	}
+	e := audit.Entry{Tenant: tenant, Actor: actor, Action: action, Target: events.AuditTarget{Type: "apikey", ID: named.ID, Name: named.Name}}
+	if before != nil {
+		e.Before = before
+	}
+	if after != nil {
+		e.After = after
+	}
+	return e
 }
 
 // ListKeys returns the keys of user in tenant, newest first.
@@ -53,22 +77,27 @@ func (s *Store) ListKeys(ctx context.Context, tenant, user string) ([]api.APIKey
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (api.APIKey, error) { return scanKey(r) })
 }
 
-// RevokeKey revokes key id of tenant. With owner non-empty, only a key of
-// that user may be revoked; any other is ErrNotFound. Revoking twice is not
-// an error.
-func (s *Store) RevokeKey(ctx context.Context, tenant, id, owner string) error {
+// RevokeKey revokes key id of tenant, as actor. With owner non-empty, only
+// a key of that user may be revoked; any other is ErrNotFound. Revoking
+// twice is not an error (and records nothing the second time).
+func (s *Store) RevokeKey(ctx context.Context, actor events.AuditActor, tenant, id, owner string) error {
 	if !validID(id) {
 		return notFound("api key", id)
 	}
-	tag, err := s.db.Exec(ctx, `UPDATE gateway.api_keys SET revoked_at = coalesce(revoked_at, now())
-		WHERE tenant_id = $1 AND id = $2 AND ($3 = '' OR user_id::text = $3)`, tenant, id, owner)
-	if err != nil {
-		return fmt.Errorf("revoke api key: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("api key", id)
-	}
-	return nil
+	err := s.change(ctx, func(tx pgx.Tx) ([]audit.Entry, error) {
+		before, err := scanKey(tx.QueryRow(ctx, `SELECT `+keyCols+` FROM gateway.api_keys
+			WHERE tenant_id = $1 AND id = $2 AND ($3 = '' OR user_id::text = $3) FOR UPDATE`, tenant, id, owner))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, notFound("api key", id)
+		}
+		if err != nil || before.RevokedAt != nil {
+			return nil, err
+		}
+		after, err := scanKey(tx.QueryRow(ctx, `UPDATE gateway.api_keys SET revoked_at = now()
+			WHERE tenant_id = $1 AND id = $2 RETURNING `+keyCols, tenant, id))
+		return []audit.Entry{keyEntry(tenant, actor, "apikey.revoke", &before, &after)}, err
+	})
+	return wrapUnlessClassified("revoke api key", err)
 }
 
 // KeyStatus is what a key lookup learns besides the principal.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/audit"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
 )
@@ -46,16 +48,31 @@ func (s *Store) AddMember(ctx context.Context, p Principal, project string, in a
 		return api.Member{}, err
 	}
 	m := api.Member{UserID: u.ID, Email: u.Email, Name: u.Name, Role: in.Role}
-	err = pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if err := lockProject(ctx, tx, p.TenantID, project); err != nil {
-			return err
+	err = s.change(ctx, func(tx pgx.Tx) ([]audit.Entry, error) {
+		pr, err := lockedProject(ctx, tx, p.TenantID, project)
+		if err != nil || pr == nil {
+			return nil, cmpErr(err, notFound("project", project))
+		}
+		var was string
+		if err := tx.QueryRow(ctx, `SELECT coalesce((SELECT role FROM gateway.memberships WHERE tenant_id = $1 AND project_id = $2 AND user_id = $3), '')`,
+			p.TenantID, project, u.ID).Scan(&was); err != nil {
+			return nil, err
 		}
 		if err := tx.QueryRow(ctx, `INSERT INTO gateway.memberships (project_id, user_id, tenant_id, role) VALUES ($1, $2, $3, $4)
 			ON CONFLICT (project_id, user_id) DO UPDATE SET role = EXCLUDED.role RETURNING joined_at`,
 			project, u.ID, p.TenantID, in.Role).Scan(&m.JoinedAt); err != nil {
-			return err
+			return nil, err
 		}
-		return checkOwnerLeft(ctx, tx, p.TenantID, project)
+		if err := checkOwnerLeft(ctx, tx, p.TenantID, project); err != nil || was == in.Role {
+			return nil, err // the same role again: nothing changed
+		}
+		now := &memberState{UserID: u.ID, Email: u.Email, Name: u.Name, Role: in.Role}
+		if was == "" {
+			return []audit.Entry{memberEntry(p, pr, "member.add", nil, now)}, nil
+		}
+		before := *now
+		before.Role = was
+		return []audit.Entry{memberEntry(p, pr, "member.update", &before, now)}, nil
 	})
 	if err != nil {
 		return api.Member{}, wrapUnlessClassified("add member", err)
@@ -72,28 +89,59 @@ func (s *Store) RemoveMember(ctx context.Context, p Principal, project, user str
 	if !validID(user) {
 		return notFound("member", user)
 	}
-	err := pgx.BeginFunc(ctx, s.db, func(tx pgx.Tx) error {
-		if err := lockProject(ctx, tx, p.TenantID, project); err != nil {
-			return err
+	err := s.change(ctx, func(tx pgx.Tx) ([]audit.Entry, error) {
+		// The project's row lock serialises membership changes of one
+		// project, so two concurrent demotions cannot both see the other
+		// owner still there.
+		pr, err := lockedProject(ctx, tx, p.TenantID, project)
+		if err != nil || pr == nil {
+			return nil, cmpErr(err, notFound("project", project))
 		}
-		tag, err := tx.Exec(ctx, `DELETE FROM gateway.memberships WHERE tenant_id = $1 AND project_id = $2 AND user_id = $3`,
-			p.TenantID, project, user)
+		var gone memberState
+		err = tx.QueryRow(ctx, `DELETE FROM gateway.memberships m USING gateway.users u
+			WHERE m.tenant_id = $1 AND m.project_id = $2 AND m.user_id = $3 AND u.tenant_id = m.tenant_id AND u.id = m.user_id
+			RETURNING u.id::text, u.email, u.name, m.role`, p.TenantID, project, user).Scan(&gone.UserID, &gone.Email, &gone.Name, &gone.Role)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, notFound("member", user)
+		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		if tag.RowsAffected() == 0 {
-			return notFound("member", user)
+		if err := checkOwnerLeft(ctx, tx, p.TenantID, project); err != nil {
+			return nil, err
 		}
-		return checkOwnerLeft(ctx, tx, p.TenantID, project)
+		return []audit.Entry{memberEntry(p, pr, "member.remove", &gone, nil)}, nil
 	})
 	return wrapUnlessClassified("remove member", err)
 }
 
-// lockProject serialises membership changes of one project, so two
-// concurrent demotions cannot both see the other owner still there.
-func lockProject(ctx context.Context, tx pgx.Tx, tenant, project string) error {
-	_, err := tx.Exec(ctx, `SELECT 1 FROM gateway.projects WHERE tenant_id = $1 AND id = $2 FOR UPDATE`, tenant, project)
-	return err
+// memberState is a membership as the audit log shows it.
+type memberState struct {
+	UserID string `json:"userId"`
+	Email  string `json:"email"`
+	Name   string `json:"name"`
+	Role   string `json:"role"`
+}
+
+// memberEntry is an entry about a member of project pr: the target is the
+// project, so its log holds its members' changes too.
+func memberEntry(p Principal, pr *projectState, action string, before, after *memberState) audit.Entry {
+	e := audit.Entry{Tenant: p.TenantID, Actor: p.Actor(), Action: action, Target: events.AuditTarget{Type: "project", ID: pr.ID, Name: pr.Name}}
+	if before != nil {
+		e.Before = before
+	}
+	if after != nil {
+		e.After = after
+	}
+	return e
+}
+
+// cmpErr is err, or def when err is nil.
+func cmpErr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
 }
 
 // checkOwnerLeft refuses a change that leaves project without an owner.

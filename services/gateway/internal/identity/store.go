@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/audit"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
 )
@@ -43,7 +45,8 @@ func uniqueViolation(err error) bool {
 	return errors.As(err, &pg) && pg.Code == "23505"
 }
 
-// CreateTenant creates a tenant. A slug in use is ErrConflict.
+// CreateTenant creates a tenant, as the operator (there is no route for it).
+// A slug in use is ErrConflict.
 func (s *Store) CreateTenant(ctx context.Context, slug, name string) (api.Tenant, error) {
 	if err := checkSlug(slug); err != nil {
 		return api.Tenant{}, err
@@ -52,8 +55,12 @@ func (s *Store) CreateTenant(ctx context.Context, slug, name string) (api.Tenant
 		name = slug
 	}
 	t := api.Tenant{ID: newID(), Slug: slug, Name: name}
-	err := s.db.QueryRow(ctx, `INSERT INTO gateway.tenants (id, slug, name) VALUES ($1, $2, $3) RETURNING created_at`,
-		t.ID, t.Slug, t.Name).Scan(&t.CreatedAt)
+	err := s.change(ctx, func(tx pgx.Tx) ([]audit.Entry, error) {
+		err := tx.QueryRow(ctx, `INSERT INTO gateway.tenants (id, slug, name) VALUES ($1, $2, $3) RETURNING created_at`,
+			t.ID, t.Slug, t.Name).Scan(&t.CreatedAt)
+		return []audit.Entry{{Tenant: t.ID, Actor: audit.Operator, Action: "tenant.create",
+			Target: events.AuditTarget{Type: "tenant", ID: t.ID, Name: t.Slug}, After: t}}, err
+	})
 	if uniqueViolation(err) {
 		return api.Tenant{}, apierr.New(apierr.ErrConflict, "tenant %q already exists", slug)
 	}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/audit"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/internal/apierr"
 )
@@ -20,9 +22,9 @@ func scanUser(r pgx.Row) (api.User, error) {
 	return u, err
 }
 
-// CreateUser adds a user to tenant. An email already used in the tenant is
-// ErrConflict.
-func (s *Store) CreateUser(ctx context.Context, tenant string, in api.CreateUser) (api.User, error) {
+// CreateUser adds a user to tenant, as actor. An email already used in the
+// tenant is ErrConflict.
+func (s *Store) CreateUser(ctx context.Context, actor events.AuditActor, tenant string, in api.CreateUser) (api.User, error) {
 	in.Email = strings.TrimSpace(in.Email)
 	in.Name = strings.TrimSpace(in.Name)
 	if in.Role == "" {
@@ -36,8 +38,14 @@ func (s *Store) CreateUser(ctx context.Context, tenant string, in api.CreateUser
 	case in.Role != api.RoleAdmin && in.Role != api.RoleMember:
 		return api.User{}, apierr.New(apierr.ErrInvalid, "role: want admin or member, not %q", in.Role)
 	}
-	u, err := scanUser(s.db.QueryRow(ctx, `INSERT INTO gateway.users (id, tenant_id, email, name, role)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+userCols, newID(), tenant, in.Email, in.Name, in.Role))
+	var u api.User
+	err := s.change(ctx, func(tx pgx.Tx) ([]audit.Entry, error) {
+		var err error
+		u, err = scanUser(tx.QueryRow(ctx, `INSERT INTO gateway.users (id, tenant_id, email, name, role)
+			VALUES ($1, $2, $3, $4, $5) RETURNING `+userCols, newID(), tenant, in.Email, in.Name, in.Role))
+		return []audit.Entry{{Tenant: tenant, Actor: actor, Action: "user.create",
+			Target: events.AuditTarget{Type: "user", ID: u.ID, Name: u.Email}, After: u}}, err
+	})
 	if uniqueViolation(err) {
 		return api.User{}, apierr.New(apierr.ErrConflict, "a user with email %q already exists", in.Email)
 	}

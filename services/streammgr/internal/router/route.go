@@ -51,7 +51,9 @@ func (rt *routing) route() {
 		rt.out.Run.EngineSession = sid
 		rt.out.Session.HeadSessionID = sid
 	}
-	if _, isState := o.(events.RunState); !isState {
+	switch o.(type) {
+	case events.RunState, events.RunUsage: // the worker's, not the engine's output
+	default:
 		rt.out.Run.FirstOutput = true
 	}
 	switch v := o.(type) {
@@ -91,6 +93,8 @@ func (rt *routing) route() {
 		rt.result(v)
 	case events.RunState:
 		rt.state(v)
+	case events.RunUsage:
+		rt.out.Run.Live = &v // no chat event: clients get the usage with the turn's end
 	}
 }
 

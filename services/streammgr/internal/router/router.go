@@ -149,6 +149,9 @@ type RunChange struct {
 	// MeteredUsage is what the worker's model proxy counted for the run
 	// (reported with the terminal state).
 	MeteredUsage *events.TokenUsage
+	// Live is the run's newest running count (a usage event), which budgets
+	// read until the terminal state brings the final numbers.
+	Live *events.RunUsage
 	// Snapshot is the state the run left (reported with the terminal state).
 	Snapshot  *events.RunSnapshot
 	CostUSD   *float64

@@ -22,8 +22,12 @@ type Projected struct {
 	Out                  router.Outcome
 }
 
-// Ended names a run whose terminal event a batch stored.
-type Ended struct{ Tenant, Session, Run string }
+// Ended names a run whose terminal event a batch stored, and the state it
+// ended in.
+type Ended struct {
+	Tenant, Session, Run string
+	State                events.RunStateName
+}
 
 // Apply writes the projections of newly stored events — message rows, their
 // rewrites, run and session changes, rate limits — and each session's chat
@@ -63,7 +67,7 @@ func Apply(ctx context.Context, tx pgx.Tx, ps []Projected, cursors map[string]ui
 		}
 		sa.add(o.Session)
 		if o.Terminal != "" {
-			ended = append(ended, Ended{Tenant: p.Tenant, Session: p.Session, Run: p.Run})
+			ended = append(ended, Ended{Tenant: p.Tenant, Session: p.Session, Run: p.Run, State: o.Terminal})
 		}
 	}
 	// In key order: writers committing in parallel then lock shared rows
@@ -145,6 +149,8 @@ type runAgg struct {
 	claimedAt, firstAt    *time.Time
 	endedAt               *time.Time
 	usage, metered        []byte
+	live                  []byte
+	liveSource            events.UsageSource
 	snapshot              []byte
 	snapshotID            string
 	cost                  *float64
@@ -181,6 +187,11 @@ func (a *runAgg) add(o router.Outcome) {
 	}
 	if c.MeteredUsage != nil {
 		a.metered, _ = json.Marshal(c.MeteredUsage)
+	}
+	if c.Live != nil && (c.Live.Source == events.UsageFromProxy || a.liveSource != events.UsageFromProxy) {
+		// The proxy's count wins over the engine's, as on the row.
+		a.live, _ = json.Marshal(c.Live)
+		a.liveSource = c.Live.Source
 	}
 	if c.Snapshot != nil {
 		a.snapshot, _ = json.Marshal(c.Snapshot)
@@ -235,11 +246,13 @@ func (a *runAgg) queue(b *pgx.Batch, id string) {
 		reasoning_effort = CASE WHEN $16::text IS NULL THEN reasoning_effort ELSE nullif($16, '') END,
 		metered_usage = coalesce($17::jsonb, metered_usage),
 		snapshot = coalesce($18::jsonb, snapshot),
-		snapshot_id = coalesce(nullif($19, ''), snapshot_id)
+		snapshot_id = coalesce(nullif($19, ''), snapshot_id),
+		live_usage = CASE WHEN $20::jsonb IS NULL OR ($20::jsonb->>'source' <> 'proxy' AND live_usage->>'source' = 'proxy')
+			THEN live_usage ELSE $20::jsonb END
 		WHERE id = $1`,
 		id, string(a.state), int64(a.epoch), int64(a.lastSeq), a.worker, a.claimedAt, a.firstAt, a.engineSession,
 		a.usage, a.cost, a.turns, a.errMsg, string(a.errKind), a.endedAt, a.artifactRev, a.effort, a.metered,
-		a.snapshot, a.snapshotID)
+		a.snapshot, a.snapshotID, a.live)
 }
 
 // sessAgg folds a batch's changes to one session into one UPDATE.

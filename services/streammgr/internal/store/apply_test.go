@@ -23,7 +23,7 @@ type fixture struct {
 	queuedAt             time.Time
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t testing.TB) fixture {
 	t.Helper()
 	ctx := context.Background()
 	f := fixture{db: pgtest.New(t, streammgr.Schema), tenant: uuid.NewString(), session: uuid.NewString(),
@@ -53,7 +53,7 @@ func (f fixture) public(t *testing.T) events.Run {
 	return r
 }
 
-func (f fixture) inTx(t *testing.T, fn func(pgx.Tx) error) {
+func (f fixture) inTx(t testing.TB, fn func(pgx.Tx) error) {
 	t.Helper()
 	if err := pgx.BeginFunc(context.Background(), f.db, fn); err != nil {
 		t.Fatal(err)

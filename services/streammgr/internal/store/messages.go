@@ -99,24 +99,37 @@ func WalkHead(ctx context.Context, db DB, head string, limit int) ([]Branch, err
 // limit messages) that left one, "" when none did. A fork or a restore
 // moves HEAD, and with it the files the next turn sees.
 func HeadSnapshot(ctx context.Context, db DB, head string, limit int) (string, error) {
+	s, err := HeadSnapshotHolder(ctx, db, head, limit)
+	return s.ID, err
+}
+
+// SnapshotHolder is a snapshot and the worker whose run left it, which
+// likely still holds a copy ("" when unknown).
+type SnapshotHolder struct {
+	ID, Worker string
+}
+
+// HeadSnapshotHolder is HeadSnapshot with the worker of the run that left
+// the snapshot.
+func HeadSnapshotHolder(ctx context.Context, db DB, head string, limit int) (SnapshotHolder, error) {
+	var s SnapshotHolder
 	if head == "" {
-		return "", nil
+		return s, nil
 	}
-	var id string
 	err := db.QueryRow(ctx, `WITH RECURSIVE path AS (
 			SELECT id, parent_message_id, run_id, 1 AS depth FROM streammgr.messages WHERE id = $1
 			UNION ALL
 			SELECT m.id, m.parent_message_id, m.run_id, p.depth + 1 FROM streammgr.messages m
 			JOIN path p ON m.id = p.parent_message_id WHERE p.depth < $2)
-		SELECT r.snapshot_id FROM path JOIN streammgr.runs r ON r.id = path.run_id
-		WHERE r.snapshot_id IS NOT NULL ORDER BY path.depth LIMIT 1`, head, limit).Scan(&id)
+		SELECT r.snapshot_id, coalesce(r.worker_id, '') FROM path JOIN streammgr.runs r ON r.id = path.run_id
+		WHERE r.snapshot_id IS NOT NULL ORDER BY path.depth LIMIT 1`, head, limit).Scan(&s.ID, &s.Worker)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", nil
+		return SnapshotHolder{}, nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("head snapshot: %w", err)
+		return SnapshotHolder{}, fmt.Errorf("head snapshot: %w", err)
 	}
-	return id, nil
+	return s, nil
 }
 
 // SaveUserTurn records a user's message as the session's new HEAD and

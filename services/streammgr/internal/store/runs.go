@@ -25,6 +25,7 @@ type RunRow struct {
 	Epoch, LastSeq                   uint64
 	Job                              events.Job
 	UserMessageID                    string
+	RetryOf                          string // the lost run this one retries
 	QueuedAt                         time.Time
 	DispatchedAt, ClaimedAt, EndedAt *time.Time
 }
@@ -33,7 +34,7 @@ const runColumns = `id::text, tenant_id::text, session_id::text, project_id::tex
 	coalesce(reasoning_effort, ''), coalesce(profile_id, ''), coalesce(requested_by::text, ''), sender_name,
 	coalesce(client_request_id, ''), coalesce(resume_session_id, ''), coalesce(engine_session_id, ''),
 	coalesce(worker_id, ''), epoch, last_seq, job, coalesce(user_message_id::text, ''), queued_at,
-	dispatched_at, claimed_at, ended_at`
+	dispatched_at, claimed_at, ended_at, coalesce(retry_of::text, '')`
 
 func scanRun(row pgx.Row) (RunRow, error) {
 	var r RunRow
@@ -42,7 +43,7 @@ func scanRun(row pgx.Row) (RunRow, error) {
 	var job []byte
 	err := row.Scan(&r.ID, &r.Tenant, &r.SessionID, &r.ProjectID, &state, &engine, &r.Model, &r.Effort, &r.Profile,
 		&r.RequestedBy, &r.SenderName, &r.ClientRequestID, &r.ResumeSessionID, &r.EngineSession, &r.WorkerID,
-		&epoch, &last, &job, &r.UserMessageID, &r.QueuedAt, &r.DispatchedAt, &r.ClaimedAt, &r.EndedAt)
+		&epoch, &last, &job, &r.UserMessageID, &r.QueuedAt, &r.DispatchedAt, &r.ClaimedAt, &r.EndedAt, &r.RetryOf)
 	if err != nil {
 		return RunRow{}, notFound(err)
 	}
@@ -60,11 +61,11 @@ func InsertRun(ctx context.Context, tx pgx.Tx, r RunRow) error {
 		return err
 	}
 	_, err = tx.Exec(ctx, `INSERT INTO streammgr.runs (id, tenant_id, session_id, project_id, state, engine, model,
-		reasoning_effort, profile_id, job, requested_by, sender_name, client_request_id, queued_at)
+		reasoning_effort, profile_id, job, requested_by, sender_name, client_request_id, queued_at, retry_of)
 		VALUES ($1, $2, $3, $4, 'queued', $5, $6, nullif($7, ''), nullif($8, ''), $9, nullif($10, '')::uuid, $11,
-		nullif($12, ''), $13)`,
+		nullif($12, ''), $13, nullif($14, '')::uuid)`,
 		r.ID, r.Tenant, r.SessionID, r.ProjectID, string(r.Engine), r.Model, r.Effort, r.Profile, job,
-		r.RequestedBy, r.SenderName, r.ClientRequestID, r.QueuedAt)
+		r.RequestedBy, r.SenderName, r.ClientRequestID, r.QueuedAt, r.RetryOf)
 	if err != nil {
 		return fmt.Errorf("insert run: %w", err)
 	}
@@ -112,10 +113,53 @@ func RunByClientRequest(ctx context.Context, tx pgx.Tx, session, requestID strin
 	return r, err == nil, err
 }
 
-// NextQueued returns the oldest run of session still waiting to be dispatched.
+// RetryOf returns the run that retries the lost run lost, if one was made.
+func RetryOf(ctx context.Context, tx pgx.Tx, lost string) (RunRow, bool, error) {
+	r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM streammgr.runs WHERE retry_of = $1`, lost))
+	if errors.Is(err, ErrNotFound) {
+		return RunRow{}, false, nil
+	}
+	return r, err == nil, err
+}
+
+// LostTurn is what a retry takes from the user message of the run it
+// retries: the message's parent, under which the retry's own user message
+// goes (a sibling of the lost one), and the prompt as the user typed it.
+type LostTurn struct {
+	Parent string
+	Typed  []events.Block
+}
+
+// LostTurnOf reads the user message of run (of tenant): ErrNotFound when it
+// has none (it was never dispatched).
+func LostTurnOf(ctx context.Context, db DB, tenant, run string) (LostTurn, error) {
+	var lt LostTurn
+	var data []byte
+	err := db.QueryRow(ctx, `SELECT coalesce(m.parent_message_id::text, ''), m.data FROM streammgr.runs r
+		JOIN streammgr.messages m ON m.id = r.user_message_id WHERE r.id = $1 AND r.tenant_id = $2`, run, tenant).
+		Scan(&lt.Parent, &data)
+	if err != nil {
+		return LostTurn{}, notFound(err)
+	}
+	o, err := events.DecodeOutput(data)
+	if err != nil {
+		return LostTurn{}, fmt.Errorf("run %s: decode user message: %w", run, err)
+	}
+	u, ok := o.(events.UserMessage)
+	if !ok {
+		return LostTurn{}, fmt.Errorf("run %s: user message is a %s", run, o.OutputType())
+	}
+	lt.Typed = u.Content
+	return lt, nil
+}
+
+// NextQueued returns the run of session to dispatch next: a retry of a lost
+// run first (it redoes a turn the waiting ones were sent after), else the
+// oldest run still waiting.
 func NextQueued(ctx context.Context, tx pgx.Tx, session string) (RunRow, bool, error) {
 	r, err := scanRun(tx.QueryRow(ctx, `SELECT `+runColumns+` FROM streammgr.runs
-		WHERE session_id = $1 AND state = 'queued' AND dispatched_at IS NULL ORDER BY queued_at, id LIMIT 1
+		WHERE session_id = $1 AND state = 'queued' AND dispatched_at IS NULL
+		ORDER BY retry_of IS NULL, queued_at, id LIMIT 1
 		FOR UPDATE`, session))
 	if errors.Is(err, ErrNotFound) {
 		return RunRow{}, false, nil
@@ -136,16 +180,7 @@ func ListRuns(ctx context.Context, db DB, tenant, session string, limit int) ([]
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	defer rows.Close()
-	var out []RunRow
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return scanRuns(rows)
 }
 
 // Unfinished returns runs not in a terminal state, for the sweeper.
@@ -155,6 +190,11 @@ func Unfinished(ctx context.Context, db DB) ([]RunRow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("unfinished runs: %w", err)
 	}
+	return scanRuns(rows)
+}
+
+// scanRuns reads every row of rows as a run, and closes them.
+func scanRuns(rows pgx.Rows) ([]RunRow, error) {
 	defer rows.Close()
 	var out []RunRow
 	for rows.Next() {
@@ -171,7 +211,8 @@ func Unfinished(ctx context.Context, db DB) ([]RunRow, error) {
 func Public(ctx context.Context, db DB, r RunRow) (events.Run, error) {
 	out := events.Run{ID: r.ID, SessionID: r.SessionID, ProjectID: r.ProjectID, State: r.State, Engine: r.Engine,
 		Model: r.Model, Effort: r.Effort, WorkerID: r.WorkerID, Epoch: r.Epoch, EngineSessionID: r.EngineSession,
-		ClientRequestID: r.ClientRequestID, QueuedAt: r.QueuedAt, DispatchedAt: r.DispatchedAt, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt}
+		ClientRequestID: r.ClientRequestID, QueuedAt: r.QueuedAt, DispatchedAt: r.DispatchedAt, ClaimedAt: r.ClaimedAt, EndedAt: r.EndedAt,
+		StartSnapshot: r.Job.Snapshot, RetryOf: r.RetryOf, Prompt: PromptExcerpt(r.Job.Prompt)}
 	var usage, metered, snapshot []byte
 	var errMsg, kind *string
 	err := db.QueryRow(ctx, `SELECT usage, metered_usage, cost_usd, error, error_kind, first_output_at, artifact_revision, snapshot

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -14,14 +16,15 @@ const sessionColumns = `id::text, project_id::text, title, engine, provider, mod
 	coalesce(reasoning_effort, ''), coalesce(profile_id, ''), coalesce(head_session_id, ''),
 	coalesce(head_message_id::text, ''), head_title, head_summary, message_count, user_count, last_message_at,
 	coalesce(active_run_id::text, ''), coalesce(created_by::text, ''), created_at, updated_at,
-	(SELECT count(*) FROM streammgr.runs q WHERE q.session_id = s.id AND q.state = 'queued' AND q.dispatched_at IS NULL)`
+	(SELECT count(*) FROM streammgr.runs q WHERE q.session_id = s.id AND q.state = 'queued' AND q.dispatched_at IS NULL),
+	coalesce(base_snapshot_id, '')`
 
 func scanSession(row pgx.Row) (events.Session, error) {
 	var s events.Session
 	var engine string
 	err := row.Scan(&s.ID, &s.ProjectID, &s.Title, &engine, &s.Provider, &s.Model, &s.AccountID, &s.Effort, &s.ProfileID,
 		&s.HeadSessionID, &s.HeadMessageID, &s.HeadTitle, &s.HeadSummary, &s.MessageCount, &s.UserCount, &s.LastMessageAt,
-		&s.ActiveRunID, &s.CreatedBy, &s.CreatedAt, &s.UpdatedAt, &s.QueuedRunsCount)
+		&s.ActiveRunID, &s.CreatedBy, &s.CreatedAt, &s.UpdatedAt, &s.QueuedRunsCount, &s.BaseSnapshot)
 	s.Engine = events.EngineType(engine)
 	return s, notFound(err)
 }
@@ -33,9 +36,9 @@ func CreateSession(ctx context.Context, db DB, tenant, id, createdBy string, in 
 		engine = events.EngineScripted
 	}
 	_, err := db.Exec(ctx, `INSERT INTO streammgr.chat_sessions
-		(id, tenant_id, project_id, title, engine, model_id, reasoning_effort, profile_id, created_by)
-		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, '')::uuid)`,
-		id, tenant, in.ProjectID, in.Title, string(engine), in.Model, in.Effort, in.ProfileID, createdBy)
+		(id, tenant_id, project_id, title, engine, model_id, reasoning_effort, profile_id, created_by, base_snapshot_id)
+		VALUES ($1, $2, $3, $4, $5, $6, nullif($7, ''), nullif($8, ''), nullif($9, '')::uuid, nullif($10, ''))`,
+		id, tenant, in.ProjectID, in.Title, string(engine), in.Model, in.Effort, in.ProfileID, createdBy, in.BaseSnapshot)
 	if err != nil {
 		return events.Session{}, fmt.Errorf("create session: %w", err)
 	}
@@ -47,20 +50,36 @@ func GetSession(ctx context.Context, db DB, tenant, id string) (events.Session, 
 	if !isUUID(id) {
 		return events.Session{}, ErrNotFound
 	}
-	return scanSession(db.QueryRow(ctx, `SELECT `+sessionColumns+` FROM streammgr.chat_sessions s
+	s, err := scanSession(db.QueryRow(ctx, `SELECT `+sessionColumns+` FROM streammgr.chat_sessions s
 		WHERE s.id = $1 AND s.tenant_id = $2`, id, tenant))
+	if err != nil {
+		return s, err
+	}
+	if s.HeadSnapshot, err = HeadSnapshot(ctx, db, s.HeadMessageID, 500); err != nil {
+		return s, err
+	}
+	s.HeadSnapshot = cmp.Or(s.HeadSnapshot, s.BaseSnapshot)
+	return s, nil
 }
 
-// ListSessions returns a project's sessions, newest first.
-func ListSessions(ctx context.Context, db DB, tenant, project string, limit int) ([]events.Session, error) {
+// ListSessions returns a project's sessions, newest first; with a query,
+// those whose title or head title contains it (case-insensitive, taken
+// literally: % and _ match themselves).
+func ListSessions(ctx context.Context, db DB, tenant, project, query string, limit int) ([]events.Session, error) {
 	if !isUUID(project) {
 		return nil, ErrNotFound
 	}
 	if limit <= 0 || limit > 500 {
 		limit = 100
 	}
+	pattern := ""
+	if query != "" {
+		pattern = "%" + likeEscaper.Replace(query) + "%"
+	}
 	rows, err := db.Query(ctx, `SELECT `+sessionColumns+` FROM streammgr.chat_sessions s
-		WHERE s.tenant_id = $1 AND s.project_id = $2 ORDER BY s.created_at DESC LIMIT $3`, tenant, project, limit)
+		WHERE s.tenant_id = $1 AND s.project_id = $2
+		AND ($4 = '' OR s.title ILIKE $4 ESCAPE '\' OR s.head_title ILIKE $4 ESCAPE '\')
+		ORDER BY s.created_at DESC LIMIT $3`, tenant, project, limit, pattern)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
@@ -75,6 +94,9 @@ func ListSessions(ctx context.Context, db DB, tenant, project string, limit int)
 	}
 	return out, rows.Err()
 }
+
+// likeEscaper quotes LIKE's wildcards and its escape character.
+var likeEscaper = strings.NewReplacer(`\`, `\\`, "%", `\%`, "_", `\_`)
 
 // UpdateSession applies the non-nil fields of u.
 func UpdateSession(ctx context.Context, db DB, tenant string, u events.SessionUpdate) (events.Session, error) {
@@ -138,6 +160,11 @@ func DeleteSession(ctx context.Context, tx pgx.Tx, tenant, id string) (Deleted, 
 	if err != nil {
 		return Deleted{}, fmt.Errorf("delete session: list runs: %w", err)
 	}
+	// What its running turns spent stays spent: deleting runs gives no
+	// budget back (the ended ones are in the ledger already).
+	if err := SettleSpend(ctx, tx, d.Unfinished); err != nil {
+		return Deleted{}, fmt.Errorf("delete session: %w", err)
+	}
 	if err := eventlog.DeleteRuns(ctx, tx, d.Runs); err != nil {
 		return Deleted{}, fmt.Errorf("delete session: %w", err)
 	}
@@ -181,6 +208,7 @@ func LockSessions(ctx context.Context, tx pgx.Tx, ids []string) (map[string]bool
 type Locked struct {
 	ID, Tenant, Project, Engine, Provider, Model, AccountID, AccountName, ModelName string
 	Effort, Profile, HeadSessionID, HeadMessageID, ActiveRunID, Title               string
+	BaseSnapshot                                                                    string // the snapshot a first turn starts from
 }
 
 // LockSession selects a session FOR UPDATE.
@@ -202,10 +230,10 @@ func readSession(ctx context.Context, db DB, tenant, id, lock string) (Locked, e
 	var l Locked
 	err := db.QueryRow(ctx, `SELECT id::text, tenant_id::text, project_id::text, engine, provider, model_id, account_id,
 		account_name, model_name, coalesce(reasoning_effort, ''), coalesce(profile_id, ''), coalesce(head_session_id, ''),
-		coalesce(head_message_id::text, ''), coalesce(active_run_id::text, ''), title
+		coalesce(head_message_id::text, ''), coalesce(active_run_id::text, ''), title, coalesce(base_snapshot_id, '')
 		FROM streammgr.chat_sessions WHERE id = $1 AND tenant_id = $2`+lock, id, tenant).Scan(
 		&l.ID, &l.Tenant, &l.Project, &l.Engine, &l.Provider, &l.Model, &l.AccountID, &l.AccountName, &l.ModelName,
-		&l.Effort, &l.Profile, &l.HeadSessionID, &l.HeadMessageID, &l.ActiveRunID, &l.Title)
+		&l.Effort, &l.Profile, &l.HeadSessionID, &l.HeadMessageID, &l.ActiveRunID, &l.Title, &l.BaseSnapshot)
 	return l, notFound(err)
 }
 

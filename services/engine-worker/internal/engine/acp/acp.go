@@ -89,6 +89,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	owner   map[string]*agent        // ACP session id → the process that has it open
+	specs   map[string]chatSpecs     // chat → the launch specs of its turns' processes
 	inTurn  map[string]chan struct{} // sessions a turn is using, closed when it ends
 	unknown sync.Map                 // update kinds and lines already reported
 }
@@ -123,7 +124,7 @@ func New(cfg Config, key engine.Key) *Engine {
 		idle = -1 // its process serves one turn: none is kept warm
 	}
 	e := &Engine{cfg: cfg, p: cfg.Profile, key: key, home: engine.StateDir(cfg.StateDir, key.Tenant, key.Account),
-		owner: map[string]*agent{}, inTurn: map[string]chan struct{}{}}
+		owner: map[string]*agent{}, inTurn: map[string]chan struct{}{}, specs: map[string]chatSpecs{}}
 	e.CLI = engine.NewCLI(engine.CLIConfig[*agent]{Engine: cfg.Profile.Type, Key: key, Logger: cfg.Logger,
 		IdleTimeout: idle, Version: engine.VersionCommand{Bin: cfg.Bin, Timeout: 20 * time.Second},
 		// Keyed by launch spec: any warm process started the same way can
@@ -138,3 +139,6 @@ func New(cfg Config, key engine.Key) *Engine {
 
 // Type reports the profile's engine type.
 func (e *Engine) Type() events.EngineType { return e.p.Type }
+
+// RetriesSilently is engine.SilentRetrier: the profile's SilentRetries.
+func (e *Engine) RetriesSilently() bool { return e.p.SilentRetries }

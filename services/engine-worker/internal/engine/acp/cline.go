@@ -1,16 +1,19 @@
 package acp
 
 import (
-	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // Cline is `cline --acp`. session/new needs CLINE_API_KEY, CLINE_PROVIDER
@@ -25,6 +28,9 @@ var Cline = Profile{
 	// CLINE_MODEL must be in the provider's list (for openai-compatible:
 	// gpt-4o only); any other runs gpt-4o without a word.
 	RunsOnlyListed: true,
+	// Cline 3.0.65 retries a failed call five times over about 77 s and
+	// writes nothing about it until the last one fails (docs/ENGINES.md).
+	SilentRetries:  true,
 	KeyEnv:         []string{"CLINE_API_KEY", "OPENAI_API_KEY"},
 	BaseURLEnv:     []string{"CLINE_BASE_URL", "OPENAI_BASE_URL"},
 	Scheme:         modelproxy.Bearer,
@@ -42,9 +48,19 @@ var Cline = Profile{
 		if err := writeJSON(filepath.Join(in.Home, ".cline", "data", "settings", "providers.json"), providers); err != nil {
 			return nil, err
 		}
-		return []string{"CLINE_API_KEY=" + in.Cred.APIKey, "CLINE_PROVIDER=" + provider, "CLINE_MODEL=" + in.Model,
-			"CLINE_SESSION_BACKEND_MODE=local", "CLINE_NO_AUTO_UPDATE=1", "CLINE_NO_INTERACTIVE=1"}, nil
+		env := []string{"CLINE_API_KEY=" + in.Cred.APIKey, "CLINE_PROVIDER=" + provider, "CLINE_MODEL=" + in.Model,
+			"CLINE_SESSION_BACKEND_MODE=local", "CLINE_NO_AUTO_UPDATE=1", "CLINE_NO_INTERACTIVE=1"}
+		if dir := clineChatDir(in.Home, in.Chat); dir != "" {
+			env = append(env, "CLINE_SESSION_DATA_DIR="+filepath.Join(dir, "sessions"), "CLINE_DB_DATA_DIR="+filepath.Join(dir, "db"))
+		}
+		return env, nil
 	},
+	// Its sessions are files under sessions/ indexed in a SQLite database
+	// (db/sessions.db), both shared by every chat of the instance: each
+	// chat gets its own (CLINE_SESSION_DATA_DIR, CLINE_DB_DATA_DIR), and
+	// they are the chat's session state.
+	SessionDirs:  chatDir("chat", clineChatDir),
+	BeforeReopen: relocateClineChat,
 	MCPConfig: func(home string, servers []engine.MCPServer) ([]string, error) {
 		cfg := map[string]any{}
 		for _, srv := range servers {
@@ -67,8 +83,11 @@ var Cline = Profile{
 	},
 	// Usage is not reported over ACP; Cline keeps the session's running
 	// total in its session file.
-	SessionUsage: func(home, sessionID string) (events.TokenUsage, float64, error) {
-		data, err := os.ReadFile(filepath.Join(home, ".cline", "data", "sessions", sessionID, sessionID+".json"))
+	SessionUsage: func(home, chat, sessionID string) (events.TokenUsage, float64, error) {
+		if !engine.PlainName(sessionID) {
+			return events.TokenUsage{}, 0, fmt.Errorf("session id %q is not a file name", sessionID)
+		}
+		data, err := os.ReadFile(filepath.Join(clineSessions(home, chat), sessionID, sessionID+".json"))
 		if err != nil {
 			return events.TokenUsage{}, 0, err
 		}
@@ -104,4 +123,72 @@ var Cline = Profile{
 		return name
 	},
 	Notes: "Resume: in the warm process, else session/load when advertised.",
+}
+
+// clineChatDir is where chat's Cline sessions and their database live
+// under home; "" for a turn of no chat (or an id that is not a plain
+// name), which uses the instance's.
+func clineChatDir(home, chat string) string {
+	if !engine.PlainName(chat) {
+		return ""
+	}
+	return filepath.Join(home, ".cline", "data", "chats", chat)
+}
+
+// clineSessions is the directory of chat's Cline session files.
+func clineSessions(home, chat string) string {
+	if dir := clineChatDir(home, chat); dir != "" {
+		return filepath.Join(dir, "sessions")
+	}
+	return filepath.Join(home, ".cline", "data", "sessions")
+}
+
+// relocateClineChat points chat's saved Cline sessions at workspace and at
+// this worker's files: each session's file and its database row name the
+// directory it ran in (cwd, workspace_root) and where its messages are
+// (messages_path, under the home of the worker that wrote it).
+func relocateClineChat(home, chat, workspace, _ string) error {
+	dir := clineChatDir(home, chat)
+	if dir == "" {
+		return nil
+	}
+	sessions := filepath.Join(dir, "sessions")
+	entries, err := os.ReadDir(sessions)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	db, err := openChatDB(home, filepath.Join(dir, "db"), "sessions.db")
+	if err != nil {
+		return err
+	}
+	if db != nil {
+		defer db.Close()
+	}
+	for _, ent := range entries {
+		id := ent.Name()
+		if !ent.IsDir() || !engine.PlainName(id) {
+			continue
+		}
+		messages := filepath.Join(sessions, id, id+".messages.json")
+		err := engine.EditJSON(filepath.Join(sessions, id, id+".json"), func(rec map[string]json.RawMessage) bool {
+			a := engine.SetString(rec, "cwd", workspace, false)
+			b := engine.SetString(rec, "workspace_root", workspace, false)
+			c := engine.SetString(rec, "messages_path", messages, false)
+			return a || b || c
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if db == nil {
+			continue
+		}
+		if _, err := db.Exec(`UPDATE sessions SET cwd = ?, workspace_root = ?, messages_path = ? WHERE session_id = ?`,
+			workspace, workspace, messages, id); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,11 +1,13 @@
 package acp
 
 import (
-	"clopen.dev/services/engine-worker/internal/modelproxy"
+	"path"
 	"path/filepath"
 	"strings"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // CopilotPlaceholderKey is the BYOK key Copilot gets when only a base URL
@@ -40,6 +42,17 @@ var Copilot = Profile{
 		}
 		return env, nil
 	},
+	// Its version command unpacks the package too.
+	PrimeCache: []string{"--version"},
+	// Copilot CLI keeps each session in ~/.copilot/session-state/<session>/
+	// (events.jsonl, workspace.yaml), beside every other chat's of the
+	// instance: only the session's own directory is carried (Match), and a
+	// restore adds it without touching the others. session/load reopens it
+	// in another directory with its whole history.
+	SessionDirs: func(home, _, _, session string) []engine.SessionDir {
+		return []engine.SessionDir{{Name: "session-state", Dir: filepath.Join(home, ".copilot", "session-state"),
+			Match: copilotSessionFile(session)}}
+	},
 	Tools: ToolNames{
 		"bash": events.ToolBash, "shell": events.ToolBash, "run_in_terminal": events.ToolBash,
 		"view": events.ToolRead, "read": events.ToolRead, "read_file": events.ToolRead,
@@ -68,4 +81,15 @@ var Copilot = Profile{
 	// Its retry notices do not name the status; its process log does.
 	RetryLog: func(home, _ string) string { return filepath.Join(home, ".copilot", "logs", "process-*.log") },
 	Notes:    "Resume: in the warm process, else session/load (full replay, dropped). No fork.",
+}
+
+// copilotSessionFile matches the files of Copilot session id in its
+// session-state directory, less the locks of the process that had it open
+// (inuse.<pid>.lock), which would claim it for a process gone with its
+// worker.
+func copilotSessionFile(id string) func(rel string) bool {
+	return func(rel string) bool {
+		first, rest, _ := strings.Cut(rel, "/")
+		return engine.PlainName(id) && first == id && !strings.HasPrefix(path.Base(rest), "inuse.")
+	}
 }

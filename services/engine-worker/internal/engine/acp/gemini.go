@@ -1,12 +1,15 @@
 package acp
 
 import (
-	"clopen.dev/services/engine-worker/internal/modelproxy"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // Gemini is Gemini CLI (`gemini --acp --skip-trust`).
@@ -48,7 +51,13 @@ var Gemini = Profile{
 		}
 		return env, nil
 	},
-	BeforeLoad: keepGeminiChat,
+	// Gemini CLI keeps a working directory's chats in
+	// ~/.gemini/tmp/<project slug>/chats: a session workspace is the
+	// chat's own, so the whole directory is.
+	SessionDirs: func(home, _, workspace, _ string) []engine.SessionDir {
+		return []engine.SessionDir{{Name: "chats", Dir: filepath.Join(home, ".gemini", "tmp", geminiSlug(home, workspace), "chats")}}
+	},
+	BeforeReopen: keepGeminiChat,
 	Tools: ToolNames{
 		"run_shell_command": events.ToolBash, "read_file": events.ToolRead, "read_many_files": events.ToolRead,
 		"write_file": events.ToolWrite, "replace": events.ToolEdit, "edit": events.ToolEdit, "list_directory": events.ToolList,
@@ -71,7 +80,7 @@ var Gemini = Profile{
 	// message it never reads, so every error fails the write. A missing
 	// file therefore reads as empty, and new files can be written.
 	MissingFileEmpty: true,
-	Notes:            "session/load is advertised but fails for sessions of an ended process; resume continues in the warm process, otherwise a new session with a notification.",
+	Notes:            "Resume: in the warm process, else session/load, after the saved chat is renamed out of the way of the recording the load starts.",
 }
 
 // keepGeminiChat renames the saved chat of sessionID out of the way of the
@@ -81,7 +90,7 @@ var Gemini = Profile{
 // finds nothing to resume. A renamed chat keeps the session- prefix the
 // loader lists, and the new, empty recording is not resumable, so the
 // loader picks the saved one.
-func keepGeminiChat(home, sessionID string) error {
+func keepGeminiChat(home, _, _, sessionID string) error {
 	if len(sessionID) < 8 {
 		return nil
 	}
@@ -99,4 +108,40 @@ func keepGeminiChat(home, sessionID string) error {
 		}
 	}
 	return nil
+}
+
+// geminiSlugChars is what Gemini CLI allows in a project slug.
+var geminiSlugChars = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+// geminiSlug is the directory Gemini CLI keeps the working directory
+// workspace's files in, below ~/.gemini/tmp: the one its registry
+// (~/.gemini/projects.json) gives the directory, else the one it claims
+// for a directory it has not seen, the slug of its last element (a chat's
+// workspace is named after the chat, so the same on every worker). A
+// restored chats directory has no owner marker yet, so Gemini claims that
+// slug for this worker's workspace and finds the chats in it.
+func geminiSlug(home, workspace string) string {
+	var reg struct {
+		Projects map[string]string `json:"projects"`
+	}
+	if b, err := os.ReadFile(filepath.Join(home, ".gemini", "projects.json")); err == nil && json.Unmarshal(b, &reg) == nil {
+		if slug := reg.Projects[filepath.Clean(workspace)]; geminiSlugChars.MatchString(slug) {
+			return slug
+		}
+	}
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(filepath.Base(workspace)) {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			b.WriteRune(r)
+			dash = false
+		} else if !dash {
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	if slug := strings.Trim(b.String(), "-"); slug != "" {
+		return slug
+	}
+	return "project"
 }

@@ -1,14 +1,16 @@
 package acp
 
 import (
-	"clopen.dev/services/engine-worker/internal/modelproxy"
 	"cmp"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/services/engine-worker/internal/engine"
+	"clopen.dev/services/engine-worker/internal/modelproxy"
 )
 
 // OpenCode is `opencode acp`. Its whole config travels in
@@ -51,11 +53,23 @@ var OpenCode = Profile{
 		}
 		env := []string{"OPENCODE_CONFIG_CONTENT=" + string(b), "OPENCODE_DISABLE_AUTOUPDATE=1",
 			"OPENCODE_DISABLE_MODELS_FETCH=1", "OPENCODE_DISABLE_LSP_DOWNLOAD=1", "OPENCODE_DISABLE_SHARE=1"}
+		if dir := openCodeChatDir(in.Home, in.Chat); dir != "" {
+			if err := os.MkdirAll(dir, 0o700); err != nil {
+				return nil, err
+			}
+			env = append(env, "OPENCODE_DB="+filepath.Join(dir, "opencode.db"))
+		}
 		if in.Cred.BaseURL == "" && in.Cred.APIKey != "" {
 			env = append(env, "OPENAI_API_KEY="+in.Cred.APIKey)
 		}
 		return env, nil
 	},
+	// Its sessions live in one SQLite database, opencode.db under its data
+	// dir, which every chat of the instance would share: each chat gets a
+	// database of its own (OPENCODE_DB), and that database, with its
+	// write-ahead log, is the chat's session state.
+	SessionDirs:  chatDir("db", openCodeChatDir),
+	BeforeReopen: relocateOpenCodeChat,
 	Tools: ToolNames{
 		"bash": events.ToolBash, "view": events.ToolRead, "read": events.ToolRead, "write": events.ToolWrite, "edit": events.ToolEdit,
 		"patch": events.ToolPatch, "apply_patch": events.ToolPatch, "glob": events.ToolGlob, "grep": events.ToolGrep,
@@ -80,6 +94,39 @@ var OpenCode = Profile{
 	},
 	RetryLine: openCodeFailedCall,
 	Notes:     "Resume: in the warm process, else session/load (full replay, dropped). No fork over ACP.",
+}
+
+// openCodeChatDir is where chat's OpenCode database lives under home; ""
+// for a turn of no chat (or an id that is not a plain name), which uses
+// the instance's database.
+func openCodeChatDir(home, chat string) string {
+	if !engine.PlainName(chat) {
+		return ""
+	}
+	return filepath.Join(home, ".local", "share", "opencode", "chats", chat)
+}
+
+// relocateOpenCodeChat points the sessions of chat's database at
+// workspace. OpenCode runs a session in the directory its row names, not
+// in the process's: a chat restored from another worker names that
+// worker's workspace, which does not exist here, and its next prompt
+// fails ("OpenCode service failure", service "session"). The database is
+// the chat's alone, so every session in it moves; path, the directory
+// relative to the project's worktree, moves with it where the worktree
+// is the root.
+func relocateOpenCodeChat(home, chat, workspace, _ string) error {
+	dir := openCodeChatDir(home, chat)
+	if dir == "" {
+		return nil
+	}
+	db, err := openChatDB(home, dir, "opencode.db")
+	if err != nil || db == nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.Exec(`UPDATE session SET path = CASE WHEN path = ltrim(directory, '/') THEN ? ELSE path END, directory = ?
+		WHERE directory <> ?`, strings.TrimPrefix(workspace, "/"), workspace, workspace)
+	return err
 }
 
 // openCodeUnavailable: with a model endpoint configured, only the models

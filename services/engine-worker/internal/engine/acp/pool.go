@@ -1,13 +1,18 @@
 package acp
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
+	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -63,7 +68,7 @@ func (e *Engine) command(home, chat string, cred Credential, model, workspace st
 	if err := os.MkdirAll(e.cfg.CacheDir, 0o700); err != nil {
 		return launch{}, fmt.Errorf("%s cache dir: %w", e.p.Name, err)
 	}
-	extra, err := e.p.Setup(SetupInput{Home: home, Cred: cred, Model: model, CacheDir: e.cfg.CacheDir, Workspace: workspace, Retries: e.cfg.MaxRetries})
+	extra, err := e.p.Setup(SetupInput{Home: home, Cred: cred, Model: model, CacheDir: e.cfg.CacheDir, Workspace: workspace, Chat: chat, Retries: e.cfg.MaxRetries})
 	if err != nil {
 		return launch{}, fmt.Errorf("%s settings: %w", e.p.Name, err)
 	}
@@ -143,6 +148,11 @@ func (e *Engine) start(ctx context.Context, l launch) (*agent, error) {
 	bad := func(line []byte, err error) {
 		if _, seen := e.unknown.LoadOrStore("line", true); !seen {
 			e.Log.Info("acp: ignoring a stdout line that is not JSON-RPC (logged once)", "err", err)
+		}
+	}
+	if l.confine != nil && e.p.PrimeCache != nil {
+		if err := primeCache(ctx, e.cfg.Bin, e.p.PrimeCache, e.cfg.CacheDir); err != nil {
+			return nil, &engine.Error{Kind: events.KindNotInstalled, Msg: e.p.Name + " could not fill its cache: " + err.Error(), Err: err}
 		}
 	}
 	p, err := startProc(l.argv, l.env, l.dir, e.cfg.KillGrace, e.cfg.Tap, bad, l.confine)
@@ -244,4 +254,43 @@ func (e *Engine) lockSession(ctx context.Context, id string) (func(), error) {
 			return nil, context.Cause(ctx)
 		}
 	}
+}
+
+// primed are the cache dirs a PrimeCache command has filled, in this
+// process; primeMu keeps two from filling one at once.
+var (
+	primeMu sync.Mutex
+	primed  = map[string]bool{}
+)
+
+// primeCache runs bin with args once for cacheDir, unconfined, with the
+// cache as its XDG_CACHE_HOME and a scratch HOME, so that a confined
+// agent, which may only read the cache, finds it filled, and opens the
+// cache dir to it. A failure is tried again at the next start.
+func primeCache(ctx context.Context, bin string, args []string, cacheDir string) error {
+	primeMu.Lock()
+	defer primeMu.Unlock()
+	if primed[cacheDir] {
+		return nil
+	}
+	home, err := os.MkdirTemp("", "clopen-prime-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(home)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = []string{"PATH=" + cmp.Or(os.Getenv("PATH"), engine.DefaultPath), "HOME=" + home, "XDG_CACHE_HOME=" + cacheDir}
+	cmd.Dir = home
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%s %s: %w: %s", filepath.Base(bin), strings.Join(args, " "), err, bytes.TrimSpace(out))
+	}
+	// The confined agent runs as a uid of its own: the cache, which holds
+	// nothing of any tenant, must let it in.
+	if err := os.Chmod(cacheDir, 0o755); err != nil {
+		return err
+	}
+	primed[cacheDir] = true
+	return nil
 }

@@ -19,11 +19,12 @@ import (
 type Profile struct {
 	// Type is the engine type messages carry.
 	Type events.EngineType
-	// SessionDirs names where the agent keeps the session of a chat that
-	// works in workspace, under the instance's home (engine.Sessions);
-	// session is the one its turn ended on ("" when restoring). Nil: the
-	// agent's sessions do not follow a chat to another worker.
-	SessionDirs func(home, workspace, session string) []engine.SessionDir
+	// SessionDirs names where the agent keeps the session of chat (Clopen's
+	// chat session id), which works in workspace, under the instance's
+	// home (engine.Sessions); session is the one its turn ended on (""
+	// when restoring). Nil: the agent's sessions do not follow a chat to
+	// another worker.
+	SessionDirs func(home, chat, workspace, session string) []engine.SessionDir
 	// Name is the agent's name for messages to people.
 	Name string
 	// Provider is the provider id messages carry.
@@ -83,14 +84,21 @@ type Profile struct {
 	// Code's debug log, Copilot's process log): a glob, of which the newest
 	// file is read with engine.RetryStatus while a turn runs. nil if none.
 	RetryLog func(home, sessionID string) string
+	// SilentRetries marks an agent that retries failed model calls and
+	// says so nowhere (no ACP notice, no log): the worker then reports the
+	// failures its model proxy sees (engine.SilentRetrier).
+	SilentRetries bool
 	// RetryLine, when set, reads a line of RetryLog instead of
 	// engine.RetryStatus: whether it is a failed model call of sessionID,
 	// with its HTTP status (0 when the agent does not log it) and the
 	// provider's words.
 	RetryLine func(line, sessionID string) (status int, detail string, ok bool)
-	// BeforeLoad runs before session/load reopens sessionID in a new
-	// process, on the agent's files under home; nil if nothing is needed.
-	BeforeLoad func(home, sessionID string) error
+	// BeforeReopen runs before session/fork, session/resume or
+	// session/load reopens sessionID of chat in a process that does not
+	// have it open, working in workspace, on the agent's files under home
+	// (which may have been made on another worker, in another workspace);
+	// nil if nothing is needed.
+	BeforeReopen func(home, chat, workspace, sessionID string) error
 	// MCPConfig, when set, gives the agent the turn's MCP servers through
 	// its own settings (written under home) instead of session/new, for
 	// agents that take only stdio servers over ACP (Cline). It returns the
@@ -98,7 +106,13 @@ type Profile struct {
 	MCPConfig func(home string, servers []engine.MCPServer) ([]string, error)
 	// SessionUsage reads a session's running token usage and cost from the
 	// agent's own files, for agents that report none over ACP (Cline).
-	SessionUsage func(home, sessionID string) (events.TokenUsage, float64, error)
+	SessionUsage func(home, chat, sessionID string) (events.TokenUsage, float64, error)
+	// PrimeCache, when set, are the arguments of a command that fills the
+	// shared cache dir (XDG_CACHE_HOME) with what the agent unpacks there
+	// on its first run (Copilot's 235 MB package). A confined agent may
+	// only read that dir, so the worker runs the command itself, once per
+	// cache dir, before it starts the agent confined.
+	PrimeCache []string
 	// MissingFileEmpty answers fs/read_text_file of a file that does not
 	// exist (inside the workspace) with empty content instead of an error.
 	MissingFileEmpty bool
@@ -123,7 +137,8 @@ type SetupInput struct {
 	Model     string     // the turn's model, never empty
 	CacheDir  string     // a cache shared by every instance (Copilot's unpack)
 	Workspace string
-	Retries   int // how often the agent may retry a failed model call
+	Chat      string // Clopen's chat session id; "" for none
+	Retries   int    // how often the agent may retry a failed model call
 }
 
 // Profiles are the agents Clopen knows, by engine type.

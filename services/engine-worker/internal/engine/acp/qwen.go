@@ -1,6 +1,9 @@
 package acp
 
 import (
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 
@@ -25,9 +28,10 @@ var Qwen = Profile{
 	// Qwen Code keeps a project's chats in ~/.qwen/projects/<slug of the
 	// working directory>/chats/<session>.jsonl: a session workspace is the
 	// chat's own, so the whole project directory is.
-	SessionDirs: func(home, workspace, _ string) []engine.SessionDir {
-		return []engine.SessionDir{{Name: "projects", Dir: filepath.Join(home, ".qwen", "projects", engine.PathSlug(workspace))}}
+	SessionDirs: func(home, _, workspace, _ string) []engine.SessionDir {
+		return []engine.SessionDir{{Name: "projects", Dir: qwenProject(home, workspace)}}
 	},
+	BeforeReopen: relocateQwenChat,
 	Setup: func(in SetupInput) ([]string, error) {
 		settings := map[string]any{
 			"security":  map[string]any{"auth": map[string]any{"selectedType": "openai"}},
@@ -107,4 +111,28 @@ func qwenModel(reported string) (id, provider string, ok bool) {
 		return "", "", false
 	}
 	return model, "openai", true
+}
+
+// qwenProject is where Qwen Code keeps the chats of working directory
+// workspace.
+func qwenProject(home, workspace string) string {
+	return filepath.Join(home, ".qwen", "projects", engine.PathSlug(workspace))
+}
+
+// relocateQwenChat points a saved chat at workspace: every record of
+// chats/<session>.jsonl names the directory it was written in ("cwd"), and
+// session/load of a chat made in another directory (on another worker)
+// answers as if it were empty, so the follow-up turn would start over.
+func relocateQwenChat(home, _, workspace, sessionID string) error {
+	if !engine.PlainName(sessionID) {
+		return nil
+	}
+	path := filepath.Join(qwenProject(home, workspace), "chats", sessionID+".jsonl")
+	err := engine.EditJSONL(path, func(_ int, rec map[string]json.RawMessage) bool {
+		return engine.SetString(rec, "cwd", workspace, false)
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // not saved here: session/load says so
+	}
+	return err
 }

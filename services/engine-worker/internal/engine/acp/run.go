@@ -39,6 +39,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	if err != nil {
 		return err
 	}
+	e.usedSpec(req.SessionID, l.spec)
 	unlock, err := e.lockSession(ctx, req.ResumeSessionID)
 	if err != nil {
 		return err

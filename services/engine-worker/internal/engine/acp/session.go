@@ -37,6 +37,11 @@ func (e *Engine) openSession(ctx context.Context, a *agent, req engine.Request, 
 	if resume == "" {
 		return e.newSession(ctx, a, base, "")
 	}
+	if a.sessions[resume] == nil && e.p.BeforeReopen != nil {
+		if err := e.p.BeforeReopen(a.home, req.SessionID, req.Workspace, resume); err != nil {
+			e.Log.Warn("acp: prepare to reopen the session", "session_id", resume, "err", err)
+		}
+	}
 	var failures []string
 	if has(caps.SessionCapabilities.Fork) {
 		var r NewSessionResponse
@@ -58,11 +63,6 @@ func (e *Engine) openSession(ctx context.Context, a *agent, req engine.Request, 
 		failures = append(failures, "session/resume: "+err.Error())
 	}
 	if caps.LoadSession {
-		if e.p.BeforeLoad != nil {
-			if err := e.p.BeforeLoad(a.home, resume); err != nil {
-				e.Log.Warn("acp: prepare session/load", "session_id", resume, "err", err)
-			}
-		}
 		var r NewSessionResponse
 		err := a.p.conn.Call(ctx, "session/load", with(resume), &r)
 		if err == nil {

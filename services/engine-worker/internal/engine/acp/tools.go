@@ -3,6 +3,7 @@ package acp
 import (
 	"cmp"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"clopen.dev/pkg/events"
@@ -105,10 +106,12 @@ func canonicalName(p *Profile, c *call, servers []string) (name, raw string) {
 		if m := mcpName(raw, c.Title, servers); m != "" {
 			return m, raw
 		}
-		// A bare tool name of kind other, with one MCP server in the
-		// session: that server's tool (Qwen names MCP calls this way).
-		if c.Kind == "other" && len(servers) == 1 && !strings.ContainsAny(raw, " \t:/") {
-			return events.MCPToolPrefix + servers[0] + "__" + raw, raw
+		// A bare tool name of kind other (Qwen names an MCP call this way
+		// until it completes): the server that can have it.
+		if c.Kind == "other" && !strings.ContainsAny(raw, " \t:/") {
+			if s := bareMCPServer(raw, servers); s != "" {
+				return events.MCPToolPrefix + s + "__" + raw, raw
+			}
 		}
 	}
 	if m := mcpName("", c.Title, servers); m != "" {
@@ -122,6 +125,33 @@ func canonicalName(p *Profile, c *call, servers []string) (name, raw string) {
 		return string(t), raw
 	}
 	return events.ToCanonicalToolName(cmp.Or(raw, cmp.Or(c.Kind, "tool"))), raw
+}
+
+// bareMCPServer is the server of the session's servers that a bare MCP
+// tool name belongs to, "" when that cannot be told: with one server, it;
+// else one of Clopen's own tools is the bridge's (every run has it beside
+// the tenant's servers), any other tool the one external server's; with
+// several external servers a bare name is ambiguous.
+func bareMCPServer(raw string, servers []string) string {
+	if len(servers) == 1 {
+		return servers[0]
+	}
+	var external []string
+	internal := false
+	for _, s := range servers {
+		if s == events.MCPInternalServer {
+			internal = true
+		} else {
+			external = append(external, s)
+		}
+	}
+	switch {
+	case internal && slices.Contains(events.MCPInternalTools, raw):
+		return events.MCPInternalServer
+	case len(external) == 1:
+		return external[0]
+	}
+	return ""
 }
 
 // mcpName recognises a call of an MCP tool of one of the session's

@@ -216,7 +216,7 @@ func (t *turn) end(ctx context.Context, f Frame, interrupted bool) (bool, error)
 // sessionUsage gives the converter the turn's usage from the agent's own
 // session files (running totals, so the turn's share is the difference).
 func (t *turn) sessionUsage() {
-	u, cost, err := t.e.p.SessionUsage(t.a.home, t.conv.SessionID)
+	u, cost, err := t.e.p.SessionUsage(t.a.home, t.req.SessionID, t.conv.SessionID)
 	if err != nil {
 		t.log.Debug("acp: session usage", "err", err)
 		return

@@ -1,7 +1,6 @@
 package pi
 
 import (
-	"bytes"
 	"cmp"
 	_ "embed"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"clopen.dev/services/engine-worker/internal/engine"
 )
@@ -169,38 +167,12 @@ func findSession(dir, id string) (string, bool) {
 // another worker, whose workspaces are elsewhere. The rest of the file is
 // left as it is.
 func relocate(path, workspace string) error {
-	data, err := os.ReadFile(path)
+	err := engine.EditJSONL(path, func(i int, rec map[string]json.RawMessage) bool {
+		// Only a header pi wrote: pi says what is wrong with anything else.
+		return i == 0 && string(rec["type"]) == `"session"` && engine.SetString(rec, "cwd", workspace, true)
+	})
 	if err != nil {
 		return fmt.Errorf("pi session: %w", err)
 	}
-	first, rest, _ := bytes.Cut(data, []byte("\n"))
-	var header map[string]json.RawMessage
-	if json.Unmarshal(first, &header) != nil || string(header["type"]) != `"session"` {
-		return nil // not a header pi wrote: pi says what is wrong with it
-	}
-	var cwd string
-	if json.Unmarshal(header["cwd"], &cwd) == nil && cwd == workspace {
-		return nil
-	}
-	header["cwd"], _ = json.Marshal(workspace)
-	line, err := json.Marshal(header)
-	if err != nil {
-		return fmt.Errorf("pi session header: %w", err)
-	}
-	out := append(append(line, '\n'), rest...)
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fmt.Errorf("pi session: %w", err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, out, fi.Mode().Perm()); err != nil {
-		return fmt.Errorf("pi session: %w", err)
-	}
-	// The file stays the confined pi's, whose uid owns it.
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
-		if err := os.Lchown(tmp, int(st.Uid), int(st.Gid)); err != nil {
-			return fmt.Errorf("pi session: %w", err)
-		}
-	}
-	return os.Rename(tmp, path)
+	return nil
 }

@@ -47,6 +47,16 @@ type Step struct {
 	Error        *ErrorStep        `json:"error,omitempty"`
 	Sleep        Duration          `json:"sleep,omitempty"`
 	Report       *ReportStep       `json:"report,omitempty"`
+	Usage        *UsageStep        `json:"usage,omitempty"`
+}
+
+// UsageStep is what one model call spent, as an engine that reports its
+// usage as it goes does: it is added to the turn's running total, which
+// goes out as a usage event (source engine). Without a Result override,
+// the final result reports the total.
+type UsageStep struct {
+	events.TokenUsage
+	CostUSD float64 `json:"costUsd,omitempty"`
 }
 
 // ReportStep makes the engine report what its run was configured with, as
@@ -216,7 +226,7 @@ func validateSteps(steps []Step, child bool) error {
 		n := 0
 		for _, set := range []bool{st.Text != nil, st.Reasoning != nil, st.Tool != nil, st.Agent != nil, st.Ask != nil,
 			st.Permission != nil, st.RateLimit != nil, st.Notification != nil, st.Compact != nil, st.Error != nil, st.Sleep != 0,
-			st.Report != nil} {
+			st.Report != nil, st.Usage != nil} {
 			if set {
 				n++
 			}
@@ -243,6 +253,10 @@ func validateSteps(steps []Step, child bool) error {
 					return fmt.Errorf("step %d: report file %q must be a relative path inside the config dir", i, f)
 				}
 			}
+		}
+		if u := st.Usage; u != nil && (u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadInputTokens < 0 ||
+			u.CacheCreationInputTokens < 0 || u.CostUSD < 0) {
+			return fmt.Errorf("step %d: usage cannot be negative", i)
 		}
 		if st.Ask != nil && len(st.Ask.Questions) == 0 {
 			return fmt.Errorf("step %d: ask needs at least one question", i)

@@ -64,8 +64,11 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 		}
 	}
 	usage := events.TokenUsage{InputTokens: int64(len(req.PromptText())/4 + 100), OutputTokens: int64(p.chars/4 + 1)}
-	res := events.Result{Subtype: events.ResultSuccess, SessionID: p.session, NumTurns: 1, Usage: usage,
-		StopReason: "end_turn"}
+	if p.calls > 0 {
+		usage = p.spent
+	}
+	res := events.Result{Subtype: events.ResultSuccess, SessionID: p.session, NumTurns: max(p.calls, 1), Usage: usage,
+		TotalCostUSD: p.cost, StopReason: "end_turn"}
 	if r := sc.Result; r != nil {
 		if r.Usage != nil {
 			res.Usage = *r.Usage
@@ -83,6 +86,10 @@ type player struct {
 	engine  events.MessageEngine
 	session string
 	chars   int
+	// spent, cost and calls are what the usage steps reported so far.
+	spent events.TokenUsage
+	cost  float64
+	calls int
 
 	streaming bool   // a stream_event start was sent and not yet stopped
 	reasoning bool   // the open stream is reasoning
@@ -129,6 +136,9 @@ func (p *player) step(st Step, parent string) error {
 		return p.wait(time.Duration(st.Sleep))
 	case st.Report != nil:
 		return p.report(*st.Report)
+	case st.Usage != nil:
+		p.spent, p.cost, p.calls = p.spent.Add(st.Usage.TokenUsage), p.cost+st.Usage.CostUSD, p.calls+1
+		return p.out(events.RunUsage{Source: events.UsageFromEngine, Usage: p.spent, CostUSD: p.cost})
 	}
 	return fmt.Errorf("empty scenario step")
 }

@@ -275,3 +275,43 @@ func TestResolveAndParse(t *testing.T) {
 		}
 	}
 }
+
+// TestSpendReportsItsUsageAsItGoes: each usage step sends the turn's
+// running total (never a delta), and the result reports the total.
+func TestSpendReportsItsUsageAsItGoes(t *testing.T) {
+	rec, err := play(t, newEngine(t), context.Background(), "scripted/spend?delay=0s", &answering{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []events.RunUsage
+	var res events.Result
+	for _, o := range rec.out {
+		switch v := o.(type) {
+		case events.RunUsage:
+			reports = append(reports, v)
+		case events.Result:
+			res = v
+		}
+	}
+	if len(reports) != 40 {
+		t.Fatalf("%d usage reports, want 40: %s", len(reports), rec.types())
+	}
+	for i, u := range reports {
+		want := events.TokenUsage{InputTokens: int64(i+1) * 1000, OutputTokens: int64(i+1) * 100, CacheReadInputTokens: int64(i+1) * 2000}
+		if u.Source != events.UsageFromEngine || u.Usage != want {
+			t.Fatalf("report %d = %+v, want the engine's running total %+v", i, u, want)
+		}
+	}
+	last := reports[len(reports)-1]
+	if res.Usage != last.Usage || res.TotalCostUSD != last.CostUSD || res.NumTurns != 40 || last.CostUSD < 0.399 || last.CostUSD > 0.401 {
+		t.Errorf("result %+v $%v over %d calls, want the last report's total %+v $%v over 40", res.Usage, res.TotalCostUSD, res.NumTurns,
+			last.Usage, last.CostUSD)
+	}
+}
+
+func TestNegativeUsageStepIsRefused(t *testing.T) {
+	_, err := ParseScenario([]byte(`{"name":"x","steps":[{"usage":{"inputTokens":-1}}]}`))
+	if err == nil || !strings.Contains(err.Error(), "negative") {
+		t.Errorf("ParseScenario = %v, want a refusal of the negative usage", err)
+	}
+}

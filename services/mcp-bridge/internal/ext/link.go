@@ -1,0 +1,179 @@
+package ext
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"clopen.dev/pkg/events"
+	"clopen.dev/services/mcp-bridge/internal/binding"
+)
+
+// link is one run's connection to one server: the MCP endpoint its agent
+// talks to and, once a call needs it, the session with the server.
+type link struct {
+	h      *Handler
+	run    binding.Run
+	server events.ResolvedMCPServer
+	http   http.Handler
+
+	mu       sync.Mutex
+	last     time.Time
+	upstream *mcp.ClientSession
+	// sessions are the agent's sessions with this link, closed with it.
+	sessions map[*mcp.ServerSession]bool
+}
+
+func (l *link) track(ss *mcp.ServerSession) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.sessions == nil {
+		l.sessions = map[*mcp.ServerSession]bool{}
+	}
+	l.sessions[ss] = true
+}
+
+func (l *link) touch() { l.mu.Lock(); l.last = time.Now(); l.mu.Unlock() }
+
+func (l *link) used() time.Time { l.mu.Lock(); defer l.mu.Unlock(); return l.last }
+
+// close ends the agent's sessions and the one with the server.
+func (l *link) close() {
+	l.mu.Lock()
+	up, sessions := l.upstream, l.sessions
+	l.upstream, l.sessions = nil, nil
+	l.mu.Unlock()
+	for ss := range sessions {
+		_ = ss.Close()
+	}
+	if up != nil {
+		_ = up.Close()
+	}
+}
+
+// session returns the session with the server, connecting when there is
+// none or the last one ended.
+func (l *link) session(ctx context.Context) (*mcp.ClientSession, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = time.Now()
+	if l.upstream != nil {
+		return l.upstream, nil
+	}
+	cs, err := connect(ctx, l.h.ctx, l.h.opts, l.run, l.server)
+	if err != nil {
+		return nil, err
+	}
+	l.upstream = cs
+	return cs, nil
+}
+
+// drop forgets cs after it failed, so the next call reconnects.
+func (l *link) drop(cs *mcp.ClientSession) {
+	l.mu.Lock()
+	if l.upstream == cs {
+		l.upstream = nil
+	}
+	l.mu.Unlock()
+	_ = cs.Close()
+}
+
+// connect opens a session with s: over Streamable HTTP with its headers,
+// or with the stdio server o.Launch starts for run, which lives until
+// life ends or the session is closed.
+func connect(ctx, life context.Context, o Options, run binding.Run, s events.ResolvedMCPServer) (*mcp.ClientSession, error) {
+	var t mcp.Transport
+	switch s.Transport {
+	case events.MCPHTTP:
+		client := *o.HTTPClient
+		client.Transport = withHeaders{base: transportOf(o.HTTPClient), headers: s.Headers}
+		// A redirect would carry the server's headers to wherever it points.
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &client, DisableStandaloneSSE: true, MaxRetries: 1}
+	case events.MCPStdio:
+		if o.Launch == nil {
+			return nil, fmt.Errorf("MCP server %s is a stdio server and this bridge has no sandbox to run it in", s.Slug)
+		}
+		cmd, err := o.Launch(life, run, s)
+		if err != nil {
+			return nil, fmt.Errorf("launch MCP server %s: %w", s.Slug, err)
+		}
+		t = &mcp.CommandTransport{Command: cmd}
+	default:
+		return nil, fmt.Errorf("MCP server %s: transport %q", s.Slug, s.Transport)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "clopen-mcp-bridge", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, fmt.Errorf("connect to MCP server %s: %w", s.Slug, err)
+	}
+	return cs, nil
+}
+
+// listTools relays one page of the server's tools, repaired, without the
+// ones the run's engine may not see.
+func (l *link) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.Result, error) {
+	cs, err := l.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	params := &mcp.ListToolsParams{}
+	if req.Params != nil {
+		params.Cursor = req.Params.Cursor
+	}
+	res, err := cs.ListTools(ctx, params)
+	if err != nil {
+		l.drop(cs)
+		return nil, err
+	}
+	out := &mcp.ListToolsResult{NextCursor: res.NextCursor, Tools: []*mcp.Tool{}}
+	for _, t := range res.Tools {
+		if l.server.Exposure.Hides(l.run.Engine, t.Name) {
+			continue
+		}
+		tc := *t
+		tc.OutputSchema = nil
+		raw, _ := json.Marshal(t.InputSchema)
+		fixed, err := RepairSchema(raw)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", t.Name, err)
+		}
+		tc.InputSchema = json.RawMessage(fixed)
+		out.Tools = append(out.Tools, &tc)
+	}
+	return out, nil
+}
+
+// callTool relays a call the run's engine may make, its output capped.
+func (l *link) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Result, error) {
+	name := req.Params.Name
+	if l.server.Exposure.Hides(l.run.Engine, name) {
+		return nil, fmt.Errorf("tool %s of MCP server %s is not exposed to %s", name, l.server.Slug, l.run.Engine)
+	}
+	cs, err := l.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var args any
+	if len(req.Params.Arguments) > 0 {
+		args = req.Params.Arguments
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: req.Params.Meta, Name: name, Arguments: args})
+	if err != nil {
+		var rpc *jsonrpc.Error
+		if ctx.Err() == nil && !errors.As(err, &rpc) {
+			l.drop(cs) // the connection failed, not the call: reconnect next time
+		}
+		return nil, err
+	}
+	return capOutput(res, l.h.opts.MaxOutput), nil
+}
