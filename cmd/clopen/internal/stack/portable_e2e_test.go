@@ -265,7 +265,8 @@ func killTree(t *testing.T, pid int) {
 	}
 }
 
-// waitRESTRun polls a run over the API until it is in state want.
+// waitRESTRun polls a run over the API until it is in state want. A run
+// that ends in another state fails the test at once, with its error.
 func waitRESTRun(t *testing.T, c *client.Client, run string, want events.RunStateName, d time.Duration) events.Run {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -273,6 +274,9 @@ func waitRESTRun(t *testing.T, c *client.Client, run string, want events.RunStat
 		r, err := c.Run(context.Background(), run)
 		if err == nil && r.State == want {
 			return r
+		}
+		if err == nil && r.State.Terminal() {
+			t.Fatalf("run %s (%s, worker %q) ended %q (%s: %s), want %s", run, r.Engine, r.WorkerID, r.State, r.ErrorKind, r.Error, want)
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("run %s (%s, worker %q) is %q (%v) after %s, want %s", run, r.Engine, r.WorkerID, r.State, err, d, want)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -136,6 +137,13 @@ func (t *turn) open(ctx context.Context) error {
 		delete(params, "serviceName")
 	}
 	res, err := t.c.call(sctx, method, params)
+	if startupAborted(err) {
+		// Codex's own thread-startup task ended early, seen about once in
+		// a few hundred turns on a loaded machine. No thread and no turn
+		// exist yet, so asking again has no side effect.
+		t.log.Warn("codex: thread startup aborted; asking again", "method", method, "err", err)
+		res, err = t.c.call(sctx, method, params)
+	}
 	if err != nil {
 		return t.setupError(method, err)
 	}
@@ -160,6 +168,13 @@ func (t *turn) open(ctx context.Context) error {
 	}
 	t.turnID = ts.Turn.ID
 	return nil
+}
+
+// startupAborted reports whether err is codex's answer when the task that
+// starts a thread stopped before it finished.
+func startupAborted(err error) bool {
+	var re *RPCError
+	return errors.As(err, &re) && strings.Contains(re.Message, "thread startup task stopped before completing")
 }
 
 func (t *turn) setupError(op string, err error) error {

@@ -3,6 +3,8 @@ package codex
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -206,5 +208,24 @@ func TestThreadPolicy(t *testing.T) {
 				t.Errorf("threadPolicy = %s with %d servers, want %s with %d", got, len(kept), tt.wantCfg, tt.wantServers)
 			}
 		})
+	}
+}
+
+func TestStartupAborted(t *testing.T) {
+	aborted := &RPCError{Code: -32603, Message: "thread startup task stopped before completing"}
+	tests := []struct {
+		give error
+		want bool
+	}{
+		{aborted, true},
+		{fmt.Errorf("call: %w", aborted), true},
+		{&RPCError{Code: -32600, Message: "invalid model"}, false},
+		{errors.New("thread startup task stopped before completing"), false}, // not codex's answer
+		{nil, false},
+	}
+	for _, tt := range tests {
+		if got := startupAborted(tt.give); got != tt.want {
+			t.Errorf("startupAborted(%v) = %v, want %v", tt.give, got, tt.want)
+		}
 	}
 }

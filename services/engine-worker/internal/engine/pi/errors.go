@@ -24,6 +24,9 @@ var statusSuffix = regexp.MustCompile(`\(status (\d{3})\)$`)
 // ("forced a server error (status 500)").
 func errorText(msg string) string {
 	msg = strings.TrimSpace(msg)
+	if msg == "terminated" { // Node's fetch, when the connection closes mid-response
+		return "the connection to the model API closed before the response ended (pi: terminated)"
+	}
 	m := statusPrefix.FindStringSubmatch(msg)
 	if m == nil {
 		return msg

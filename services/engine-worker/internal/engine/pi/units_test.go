@@ -198,6 +198,7 @@ func TestErrorText(t *testing.T) {
 		{`429 {"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`, "slow down (status 429)", events.KindRateLimited},
 		{`401 invalid x-api-key`, "invalid x-api-key (status 401)", events.KindAuth},
 		{`Connection error.`, "Connection error.", events.KindProvider},
+		{`terminated`, "the connection to the model API closed before the response ended (pi: terminated)", events.KindProvider},
 		{`model: claude-nope not found`, "model: claude-nope not found", events.KindModelUnavailable},
 	}
 	for _, tt := range tests {
