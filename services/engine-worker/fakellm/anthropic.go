@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 )
 
@@ -29,9 +30,12 @@ type anthropicRequest struct {
 }
 
 type anthropicBlock struct {
-	Type    string          `json:"type"`
-	Text    string          `json:"text"`
-	Content json.RawMessage `json:"content"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	Content   json.RawMessage `json:"content"`
+	ID        string          `json:"id"`          // tool_use
+	Name      string          `json:"name"`        // tool_use
+	ToolUseID string          `json:"tool_use_id"` // tool_result
 }
 
 // parseAnthropic reads a Messages API request. In a user message, tool_result
@@ -44,19 +48,31 @@ func parseAnthropic(body []byte) (turn, error) {
 		return turn{}, fmt.Errorf("parse anthropic request: %w", err)
 	}
 	t := turn{model: req.Model, stream: req.Stream}
+	searches := map[string]bool{} // ids of the ToolSearch calls made so far
 	for _, m := range req.Messages {
+		var blocks []anthropicBlock
 		if m.Role != "user" {
+			if json.Unmarshal(m.Content, &blocks) == nil {
+				for _, b := range blocks {
+					if b.Type == "tool_use" && b.Name == toolSearchTool {
+						searches[b.ID] = true
+					}
+				}
+			}
+			t.deferred = append(t.deferred, deferredNames(m.Content)...)
 			continue
 		}
-		var blocks []anthropicBlock
+		t.deferred = append(t.deferred, deferredNames(m.Content)...)
 		if json.Unmarshal(m.Content, &blocks) != nil {
 			t.userTurn(textOf(m.Content))
 			continue
 		}
 		var results []anthropicBlock
-		text, reminder := "", ""
+		text, reminder, searched := "", "", false
 		for _, b := range blocks {
 			switch {
+			case b.Type == "tool_result" && searches[b.ToolUseID]:
+				searched = true // the search loaded tools; the turn goes on
 			case b.Type == "tool_result":
 				results = append(results, b)
 			case b.Type == "text" && strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
@@ -68,6 +84,7 @@ func parseAnthropic(body []byte) (turn, error) {
 		switch {
 		case len(results) > 0:
 			t.toolResult(textOf(results[len(results)-1].Content))
+		case searched: // with Claude Code's "Tool loaded." beside it
 		case text != "":
 			t.userTurn(text)
 		default:
@@ -78,6 +95,9 @@ func parseAnthropic(body []byte) (turn, error) {
 		if tl.Name != "" {
 			t.tools = append(t.tools, tool{name: tl.Name, schema: tl.InputSchema})
 		}
+	}
+	if _, ok := findTool(t.tools, []string{toolSearchTool}); !ok {
+		t.deferred = nil // named, but with no way to load them
 	}
 	req.OutputFormat.apply(&t)
 	if req.OutputConfig != nil {
@@ -113,4 +133,19 @@ func (s *Server) anthropicCountTokens(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": rep.inputTokens})
+}
+
+// Claude Code defers MCP tools behind its ToolSearch tool: a request names
+// them in a message ("… available via ToolSearch …: mcp__s__echo …") and
+// offers only ToolSearch. For @@MCP@@ fakellm calls ToolSearch with
+// "select:<name>"; Claude Code answers with a tool_result (which is not the
+// turn's result) and offers the selected tool from the next request on.
+const toolSearchTool = "ToolSearch"
+
+// mcpNameRe finds MCP tool names (mcp__<server>__<tool>) in a message.
+var mcpNameRe = regexp.MustCompile(`mcp__[A-Za-z0-9_-]+__[A-Za-z0-9_-]+`)
+
+// deferredNames returns the MCP tool names a message's content names.
+func deferredNames(content json.RawMessage) []string {
+	return mcpNameRe.FindAllString(string(content), -1)
 }

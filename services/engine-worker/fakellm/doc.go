@@ -23,11 +23,14 @@
 //	@@ASK@@       a call to the offered ask-the-user tool: "Which option?" Alpha/Beta
 //	@@MCP@@       a call to the offered tool whose name contains "echo", {"text":"hi"};
 //	              when the Responses tools hide it behind a client tool_search
-//	              (Codex), that search comes first
+//	              (Codex), that search comes first; when a Messages request only
+//	              names it beside a ToolSearch tool (Claude Code), a ToolSearch
+//	              call with "select:<name>" comes first
 //	@@MCP_ASK@@   a call to the offered MCP tool named ask_user (mcp__clopen__ask_user,
 //	              mcp_clopen_ask_user, clopen-ask_user, or ask_user in an mcp namespace:
 //	              never the agent's own bare ask_user), with @@ASK@@'s question; behind a
-//	              client tool_search (Codex) the search for "ask_user" comes first
+//	              client tool_search (Codex) or ToolSearch (Claude Code) the search
+//	              comes first
 //	@@SLOW@@      streams only: the first text delta, then a stall of Config.SlowFor
 //	              with keep-alives (Anthropic ping events, SSE comments for the
 //	              OpenAI formats, nothing for Gemini), ended early by a client hang-up

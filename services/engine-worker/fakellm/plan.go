@@ -91,6 +91,9 @@ func answer(t turn, m markers) []step {
 		if t.toolSearch {
 			return []step{textOnly("Searching for the ask_user tool."), {kind: searchStep, args: `{"query":"ask_user","limit":8}`, id: newID("")}}
 		}
+		if st, ok := selectDeferred(t, func(n string) bool { _, ok := findMCPTool([]tool{{name: n}}, "ask_user"); return ok }); ok {
+			return st
+		}
 		return missing("MCP ask_user tool", t)
 	case m.ask:
 		if tl, ok := findTool(t.tools, askTools); ok {
@@ -103,6 +106,9 @@ func answer(t turn, m markers) []step {
 		}
 		if t.toolSearch {
 			return []step{textOnly("Searching for the echo tool."), {kind: searchStep, args: `{"query":"echo","limit":8}`, id: newID("")}}
+		}
+		if st, ok := selectDeferred(t, func(n string) bool { return strings.Contains(strings.ToLower(n), "echo") }); ok {
+			return st
 		}
 		return missing("echo tool", t)
 	case m.write:
@@ -127,6 +133,17 @@ func answer(t turn, m markers) []step {
 		return []step{{kind: textStep, deltas: numbered(m.deltas)}}
 	}
 	return []step{textOnly(helloText)}
+}
+
+// selectDeferred calls ToolSearch to load the first deferred tool whose
+// name matches; false when none does.
+func selectDeferred(t turn, match func(name string) bool) ([]step, bool) {
+	for _, n := range t.deferred {
+		if match(n) {
+			return call("Loading the "+n+" tool.", tool{name: toolSearchTool}, map[string]any{"query": "select:" + n}), true
+		}
+	}
+	return nil, false
 }
 
 func call(intro string, tl tool, args map[string]any) []step {

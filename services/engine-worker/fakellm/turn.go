@@ -31,6 +31,9 @@ type turn struct {
 	// toolSearch: the request offers a client-executed tool_search (Codex
 	// defers MCP tools behind it; see responses_search.go).
 	toolSearch bool
+	// deferred: MCP tools a request names but does not offer, loaded
+	// through the ToolSearch tool it offers (Claude Code).
+	deferred []string
 
 	promptBytes  int    // size of the request body, for the usage estimate
 	workDir      string // the agent's working directory when the prompt names it

@@ -16,11 +16,10 @@ import (
 
 // mcpAskEngines are the engines TestMCPAskUser parks through the bridge's
 // ask_user: pi and the ACP agents, which have no question tool of their
-// own, and Codex, which finds the tool with its tool search. Left out:
-// Gemini CLI offers the model the other clopen tools but not ask_user (it
-// has a built-in tool of that name); Claude Code defers MCP tools behind
-// its ToolSearch tool, which fakellm does not call.
-var mcpAskEngines = []events.EngineType{events.EnginePi, events.EngineQwen, events.EngineCopilot, events.EngineOpenCode, events.EngineCline, events.EngineCodex}
+// own, and Codex and Claude Code, which find the tool with their tool
+// search. Left out: Gemini CLI offers the model the other clopen tools but
+// not ask_user (it has a built-in tool of that name).
+var mcpAskEngines = []events.EngineType{events.EnginePi, events.EngineQwen, events.EngineCopilot, events.EngineOpenCode, events.EngineCline, events.EngineCodex, events.EngineClaudeCode}
 
 // TestMCPAskUser: a real agent's turn calls the bridge's ask_user
 // (fakellm's @@MCP_ASK@@), through the worker's MCP proxy and the bridge,

@@ -22,13 +22,12 @@ import (
 	"clopen.dev/services/gateway/client"
 )
 
-// mcpExtEngines are the engines TestMCPExternalServer runs a turn of. Not
-// among them: Claude Code, which as run here defers MCP tools behind its
-// ToolSearch tool, which fakellm does not call (its conformance run turns
-// the deferral off). Qwen names an MCP call by the bare tool name until it
+// mcpExtEngines are the engines TestMCPExternalServer runs a turn of.
+// Claude Code defers MCP tools behind its ToolSearch tool, which fakellm
+// calls first. Qwen names an MCP call by the bare tool name until it
 // completes; with clopen and one tenant server in the session the adapter
 // still tells which server has it (acp.bareMCPServer).
-var mcpExtEngines = []events.EngineType{events.EnginePi, events.EngineCodex, events.EngineGemini, events.EngineQwen}
+var mcpExtEngines = []events.EngineType{events.EngineClaudeCode, events.EnginePi, events.EngineCodex, events.EngineGemini, events.EngineQwen}
 
 // echoServer is a remote MCP server (Streamable HTTP) with one tool, echo;
 // it counts the calls and keeps the Authorization header it last saw.

@@ -17,7 +17,7 @@ import (
 // ToolSearch tool, which a real model calls and fakellm does not.
 func newEngine(bin string) func(t *testing.T, env enginetest.Env) engine.Engine {
 	return func(t *testing.T, env enginetest.Env) engine.Engine {
-		e := claude.New(claude.Config{Process: engine.Process{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap, KillGrace: time.Second}, Credentials: claude.EnvCredentials{BaseURL: env.BaseURL}, Env: []string{"ENABLE_TOOL_SEARCH=false"}}, engine.Key{Engine: events.EngineClaudeCode, Tenant: "t1", Account: "a1"})
+		e := claude.New(claude.Config{Process: engine.Process{Bin: bin, StateDir: env.StateDir, Wrap: env.Wrap, KillGrace: time.Second}, Credentials: claude.EnvCredentials{BaseURL: env.BaseURL}}, engine.Key{Engine: events.EngineClaudeCode, Tenant: "t1", Account: "a1"})
 		t.Cleanup(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
