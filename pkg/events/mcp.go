@@ -42,6 +42,30 @@ const MCPInternalServer = "clopen"
 // MCPInternalTools are the tools the MCP bridge serves as MCPInternalServer.
 var MCPInternalTools = []string{"ask_user", "notify", "memory_write", "memory_read", "memory_search"}
 
+// MCPAskAlias is the name under which the bridge offers ask_user to an
+// engine that hides an MCP tool sharing the bare name of a built-in tool
+// it turned off: Gemini CLI in ACP mode denies its own ask_user, and with
+// it every tool of that name. Adapters save a call of the alias as
+// ask_user (CanonicalMCPAsk).
+const MCPAskAlias = "ask_question"
+
+// MCPAskToolName is the name the bridge gives ask_user for engine.
+func MCPAskToolName(engine EngineType) string {
+	if engine == EngineGemini {
+		return MCPAskAlias
+	}
+	return "ask_user"
+}
+
+// CanonicalMCPAsk returns name, with a call of the bridge's ask_user alias
+// (mcp__clopen__ask_question) named mcp__clopen__ask_user.
+func CanonicalMCPAsk(name string) string {
+	if name == MCPToolPrefix+MCPInternalServer+"__"+MCPAskAlias {
+		return MCPToolPrefix + MCPInternalServer + "__ask_user"
+	}
+	return name
+}
+
 // MaxRunMCPServers is how many external MCP servers one run gets at most
 // (the first by slug): their slugs travel in every mcp token of the run,
 // which must stay within a token's size.

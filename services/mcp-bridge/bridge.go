@@ -31,6 +31,7 @@ import (
 	"clopen.dev/pkg/platform/egress"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
+	"clopen.dev/services/mcp-bridge/internal/binding"
 	"clopen.dev/services/mcp-bridge/internal/ext"
 )
 
@@ -134,8 +135,17 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 // /mcp/ext/<slug> the run's external servers (which also need the run's
 // dispatch token); both only to a request with a valid token of a live run.
 func handler(verifier *bustoken.Verifier, owners runs, t *tools, external http.Handler) http.Handler {
-	internal := t.server()
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return internal },
+	internal := map[string]*mcp.Server{} // by the name of ask_user
+	for _, e := range events.EngineTypes() {
+		name := events.MCPAskToolName(e)
+		if internal[name] == nil {
+			internal[name] = t.server(name)
+		}
+	}
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		run, _ := binding.From(r.Context())
+		return internal[events.MCPAskToolName(events.EngineType(run.Engine))]
+	},
 		&mcp.StreamableHTTPOptions{Stateless: true, MaxRequestBodyBytes: 1 << 20})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", authenticate(verifier, owners, mcpHandler))

@@ -36,10 +36,11 @@ type tools struct {
 	askTimeout time.Duration
 }
 
-// server returns the MCP server of the internal tools.
-func (t *tools) server() *mcp.Server {
+// server returns the MCP server of the internal tools, with ask_user
+// named askName (events.MCPAskToolName).
+func (t *tools) server(askName string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "clopen", Version: "0.1.0"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "ask_user", Description: "Ask the user one or more questions and wait for the answers. " +
+	mcp.AddTool(s, &mcp.Tool{Name: askName, Description: "Ask the user one or more questions and wait for the answers. " +
 		"Each question has a short header and two to four options; the user picks one (or several with multiSelect) or writes their own."}, t.askUser)
 	mcp.AddTool(s, &mcp.Tool{Name: "notify", Description: "Send a short notification to the members of this chat session."}, t.notify)
 	mcp.AddTool(s, &mcp.Tool{Name: "memory_write", Description: "Save a named note in this project's memory, replacing a note of the same name. " +

@@ -28,7 +28,8 @@
 //	              call with "select:<name>" comes first
 //	@@MCP_ASK@@   a call to the offered MCP tool named ask_user (mcp__clopen__ask_user,
 //	              mcp_clopen_ask_user, clopen-ask_user, or ask_user in an mcp namespace:
-//	              never the agent's own bare ask_user), with @@ASK@@'s question; behind a
+//	              never the agent's own bare ask_user; or such a tool named ask_question,
+//	              as Clopen's bridge names it for Gemini CLI), with @@ASK@@'s question; behind a
 //	              client tool_search (Codex) or ToolSearch (Claude Code) the search
 //	              comes first
 //	@@SLOW@@      streams only: the first text delta, then a stall of Config.SlowFor

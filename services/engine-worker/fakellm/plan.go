@@ -85,13 +85,13 @@ func answer(t turn, m markers) []step {
 	}
 	switch {
 	case m.mcpAsk:
-		if tl, ok := findMCPTool(t.tools, "ask_user"); ok {
+		if tl, ok := findMCPAsk(t.tools); ok {
 			return call("I need to ask you something.", tl, askArgs(decodeSchema(tl.schema)))
 		}
 		if t.toolSearch {
 			return []step{textOnly("Searching for the ask_user tool."), {kind: searchStep, args: `{"query":"ask_user","limit":8}`, id: newID("")}}
 		}
-		if st, ok := selectDeferred(t, func(n string) bool { _, ok := findMCPTool([]tool{{name: n}}, "ask_user"); return ok }); ok {
+		if st, ok := selectDeferred(t, func(n string) bool { _, ok := findMCPAsk([]tool{{name: n}}); return ok }); ok {
 			return st
 		}
 		return missing("MCP ask_user tool", t)

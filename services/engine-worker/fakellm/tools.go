@@ -52,6 +52,16 @@ func findMCPTool(offered []tool, name string) (tool, bool) {
 	return tool{}, false
 }
 
+// findMCPAsk finds the MCP tool named ask_user, or ask_question: the name
+// Clopen's bridge gives it for Gemini CLI, which hides any tool named like
+// its own ask_user.
+func findMCPAsk(offered []tool) (tool, bool) {
+	if t, ok := findMCPTool(offered, "ask_user"); ok {
+		return t, true
+	}
+	return findMCPTool(offered, "ask_question")
+}
+
 // findEchoTool prefers an MCP tool (mcp__server__echo) over any other tool
 // whose name contains "echo".
 func findEchoTool(offered []tool) (tool, bool) {

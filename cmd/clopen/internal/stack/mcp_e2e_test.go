@@ -16,10 +16,9 @@ import (
 
 // mcpAskEngines are the engines TestMCPAskUser parks through the bridge's
 // ask_user: pi and the ACP agents, which have no question tool of their
-// own, and Codex and Claude Code, which find the tool with their tool
-// search. Left out: Gemini CLI offers the model the other clopen tools but
-// not ask_user (it has a built-in tool of that name).
-var mcpAskEngines = []events.EngineType{events.EnginePi, events.EngineQwen, events.EngineCopilot, events.EngineOpenCode, events.EngineCline, events.EngineCodex, events.EngineClaudeCode}
+// own (Gemini CLI gets it as ask_question, saved as ask_user), and Codex
+// and Claude Code, which find the tool with their tool search.
+var mcpAskEngines = []events.EngineType{events.EnginePi, events.EngineQwen, events.EngineCopilot, events.EngineOpenCode, events.EngineCline, events.EngineCodex, events.EngineClaudeCode, events.EngineGemini}
 
 // TestMCPAskUser: a real agent's turn calls the bridge's ask_user
 // (fakellm's @@MCP_ASK@@), through the worker's MCP proxy and the bridge,
@@ -79,7 +78,7 @@ func askThroughBridge(t *testing.T, a account, llm *fakellm.Server, engine event
 	}
 	// The agent got the answer as the tool's result and sent it to the
 	// model, whose last words quote it.
-	if !sentToolResult(llm.Requests(), "ask_user") {
+	if !sentToolResult(llm.Requests(), events.MCPAskToolName(engine)) {
 		t.Errorf("no model request carried the ask_user result (run %+v)", r)
 	}
 	if text := assistantText(t, a.c, s.ID); !strings.Contains(text, "Tool finished. Result:") || !strings.Contains(text, "Beta") {
