@@ -1,4 +1,5 @@
-// Package sandbox confines every agent process the worker starts.
+// Package sandbox confines every untrusted process Clopen starts: the
+// agents the engine worker runs and the stdio MCP servers the bridge runs.
 //
 // An agent runs commands a language model chooses, so each process gets a
 // Spec: an unprivileged uid derived from its tenant, a private mount
