@@ -135,6 +135,7 @@ func callTry(t *testing.T, cs *mcp.ClientSession, op, arg string) (string, error
 // confined is the bridge's launcher over dir, with the test binary (the
 // hostile server) installed read-only.
 func confined(t *testing.T, dir string) ext.Launcher {
+	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
