@@ -192,7 +192,7 @@ func pinned(image string) error {
 }
 
 // The compose file and the Dockerfiles pin every image they pull, and the
-// worker image carries a current Node.js LTS line.
+// worker and bridge images carry a current Node.js LTS line.
 func TestImagesArePinned(t *testing.T) {
 	b, err := os.ReadFile("../../docker-compose.yml")
 	if err != nil {
@@ -219,7 +219,7 @@ func TestImagesArePinned(t *testing.T) {
 	}
 	from := regexp.MustCompile(`(?m)^FROM\s+(\S+)`)
 	arg := regexp.MustCompile(`(?m)^ARG\s+(\w+)=(\S+)`)
-	for _, f := range []string{"Dockerfile", "Dockerfile.worker"} {
+	for _, f := range []string{"Dockerfile", "Dockerfile.worker", "Dockerfile.mcp-bridge"} {
 		b, err := os.ReadFile("../../deploy/docker/" + f)
 		if err != nil {
 			t.Fatal(err)
@@ -238,7 +238,7 @@ func TestImagesArePinned(t *testing.T) {
 				node = image
 			}
 		}
-		if f != "Dockerfile.worker" {
+		if f == "Dockerfile" {
 			continue
 		}
 		if !regexp.MustCompile(`^node:(22|24)[.-]`).MatchString(node) {

@@ -27,6 +27,7 @@ import (
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/engine-worker/fakellm"
 	"clopen.dev/services/gateway"
+	bridge "clopen.dev/services/mcp-bridge"
 )
 
 // runDev runs every service in this process on an embedded NATS server, with
@@ -120,11 +121,18 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 	if getenv("CLOPEN_GIT_ALLOW_LOCAL") == "" {
 		wc.GitAllowLocal = true // one developer's machine: a project may be a local repository
 	}
+	// The bridge's stdio servers read their variables as a standalone
+	// bridge does; unset, their dirs go under the data dir.
+	bc := bridge.DefaultConfig()
+	if err := bc.StdioFromEnv(getenv); err != nil {
+		ln.Close()
+		return err
+	}
 	keyFile := filepath.Join(dir, gateway.DevKeyFile)
 	gc := gateway.DefaultConfig()
 	gc.DevKeyFile = keyFile // the web app on this machine signs in as the dev user
 	st, err := stack.Start(ctx, stack.Config{Dir: dir, NATSPort: natsPort, DatabaseURL: dbURL, HTTP: ln, Logger: logger,
-		Engines: &setup, Worker: wc, Gateway: &gc,
+		Engines: &setup, Worker: wc, Gateway: &gc, Bridge: &bc,
 		Artifacts: artifacts.Config{DataDir: dir, MasterKey: getenv("CLOPEN_MASTER_KEY"), RealHome: getenv("CLOPEN_ARTIFACTS_REAL_HOME"),
 			// One developer's machine: a provider may name a model server of its own.
 			Egress: egress.Policy{Allow: egress.ParseAllow(devProviderAllow + "," + getenv(artifacts.EnvProviderAllow))}}})

@@ -28,6 +28,7 @@ import (
 	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/natsx"
+	"clopen.dev/pkg/platform/sandbox"
 	"clopen.dev/pkg/platform/servekit"
 	"clopen.dev/pkg/platform/snapshot"
 	"clopen.dev/pkg/platform/svc"
@@ -36,7 +37,6 @@ import (
 	"clopen.dev/services/engine-worker/internal/engine/scripted"
 	"clopen.dev/services/engine-worker/internal/mcpproxy"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // Name is the service name on the bus and in logs.

@@ -5,7 +5,9 @@
 // A request without a valid mcp token (bustoken.MCP) of a run a worker
 // still holds is refused with 401 and a JSON-RPC error; there is no
 // fallback of any kind. The bridge keeps no state of its own between
-// requests (the MCP server is stateless), so any replica serves any run.
+// requests (the MCP server is stateless), so any replica serves any run;
+// a tenant's stdio MCP servers run, sandboxed, on the replica a call
+// reaches, with their own dirs under Config.StdioDir.
 package bridge
 
 import (
@@ -16,6 +18,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +37,7 @@ import (
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/services/mcp-bridge/internal/binding"
+	"clopen.dev/services/mcp-bridge/internal/confine"
 	"clopen.dev/services/mcp-bridge/internal/ext"
 )
 
@@ -63,11 +69,34 @@ type Config struct {
 	// AllowHosts are the hosts of remote MCP servers that may be reached
 	// on addresses that are not public (egress.EnvAllow, as for providers).
 	AllowHosts []string
+	// StdioDir holds the tenants' stdio MCP servers' HOME and working dirs,
+	// one pair per tenant and server; empty refuses stdio servers. They run
+	// in the agents' sandbox (internal/confine), checked at the first
+	// launch: the bridge must run as root with bubblewrap installed then.
+	StdioDir string
+	// StdioReadOnly are dirs the stdio servers see read-only besides the
+	// system's: where the operator installed the servers tenants may run.
+	StdioReadOnly []string
+	// IdleTimeout stops a stdio server no call has used that long, and
+	// closes a run's connection to a server it has not used that long; 0 is
+	// 10 minutes.
+	IdleTimeout time.Duration
 }
+
+// The variables of the stdio servers' configuration.
+const (
+	// EnvStdioDir is Config.StdioDir; "off" refuses stdio servers.
+	EnvStdioDir = "CLOPEN_MCP_STDIO_DIR"
+	// EnvStdioReadOnly is Config.StdioReadOnly, comma-separated.
+	EnvStdioReadOnly = "CLOPEN_MCP_STDIO_MOUNTS"
+	// EnvIdle is Config.IdleTimeout, a Go duration.
+	EnvIdle = "CLOPEN_MCP_IDLE"
+)
 
 // DefaultConfig returns the configuration `clopen dev` uses.
 func DefaultConfig() Config {
-	return Config{Addr: DefaultAddr, AskTimeout: busauth.ResponseWindow}
+	return Config{Addr: DefaultAddr, AskTimeout: busauth.ResponseWindow,
+		StdioDir: filepath.Join(os.TempDir(), "clopen-mcp-stdio")}
 }
 
 // Deps are the connections the service runs on; the caller owns them.
@@ -105,7 +134,10 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 		}
 	}
 	verifier := cfg.Tokens.Verifier()
-	extOpts := ext.Options{Logger: d.Logger, AllowHosts: cfg.AllowHosts}
+	extOpts := ext.Options{Logger: d.Logger, AllowHosts: cfg.AllowHosts, IdleTimeout: cfg.IdleTimeout}
+	if cfg.StdioDir != "" {
+		extOpts.Launch = (&confine.Launcher{Dir: cfg.StdioDir, ReadOnly: cfg.StdioReadOnly}).Launch
+	}
 	stopProbe, err := serveProbe(ctx, d.NATS, svc, verifier, extOpts, func(err error) { d.Logger.Error("mcp probe", "err", err) })
 	if err != nil {
 		return err
@@ -182,6 +214,34 @@ func (b *lazyBucket) Get(ctx context.Context, key string) (jetstream.KeyValueEnt
 	return kv.Get(ctx, key)
 }
 
+// StdioFromEnv reads the stdio servers' variables (EnvStdioDir,
+// EnvStdioReadOnly, EnvIdle) into c; an unset one leaves its field be.
+func (c *Config) StdioFromEnv(getenv func(string) string) error {
+	switch dir := getenv(EnvStdioDir); dir {
+	case "":
+	case "off":
+		c.StdioDir = ""
+	default:
+		c.StdioDir = dir
+	}
+	for _, d := range strings.Split(getenv(EnvStdioReadOnly), ",") {
+		if d = strings.TrimSpace(d); d != "" {
+			if !filepath.IsAbs(d) {
+				return fmt.Errorf("%s: %q is not an absolute path", EnvStdioReadOnly, d)
+			}
+			c.StdioReadOnly = append(c.StdioReadOnly, d)
+		}
+	}
+	if v := getenv(EnvIdle); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return fmt.Errorf("%s=%q: want a positive duration such as 10m", EnvIdle, v)
+		}
+		c.IdleTimeout = d
+	}
+	return nil
+}
+
 // Serve runs the service as its own process, configured from the environment.
 func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) error {
 	cfg := DefaultConfig()
@@ -194,6 +254,9 @@ func Serve(ctx context.Context, getenv func(string) string, stderr io.Writer) er
 	}
 	cfg.Tokens = keys.Only(TokenKeys)
 	cfg.AllowHosts = egress.ParseAllow(getenv(egress.EnvAllow))
+	if err := cfg.StdioFromEnv(getenv); err != nil {
+		return err
+	}
 	if err := cfg.Tokens.Check(TokenKeys); err != nil {
 		return err
 	}

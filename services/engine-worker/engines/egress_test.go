@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"clopen.dev/pkg/platform/sandbox"
 	"clopen.dev/services/engine-worker/internal/egressproxy"
 	"clopen.dev/services/engine-worker/internal/engine"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 func TestMain(m *testing.M) {

@@ -14,11 +14,11 @@ import (
 	"sync"
 
 	"clopen.dev/pkg/platform/egress"
+	"clopen.dev/pkg/platform/sandbox"
 	"clopen.dev/services/engine-worker/internal/egressproxy"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/mcpproxy"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // EnvSandbox chooses how agent processes are confined: unset or "bwrap"

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"clopen.dev/services/engine-worker/engines"
 	"clopen.dev/services/gateway/api"
 	"clopen.dev/services/gateway/client"
+	bridge "clopen.dev/services/mcp-bridge"
 )
 
 // mcpExtEngines are the engines TestMCPExternalServer runs a turn of.
@@ -65,12 +68,17 @@ func startEchoServer(t *testing.T) *echoServer {
 // echo) calls its echo tool through the worker's MCP proxy and the bridge:
 // the server sees the call with the sealed header, and the saved tool_use
 // is mcp__<slug>__echo. Another tenant's live run, even with a token
-// naming the slug, cannot reach the first tenant's server.
+// naming the slug, cannot reach the first tenant's server. Then a tenant's
+// stdio server, the pinned server-everything run by the bridge in the
+// sandbox, is probed and called the same way by pi and codex.
 func TestMCPExternalServer(t *testing.T) {
 	setup, _ := engineSetup(t, events.EnginePi)
 	ready := installedOf(t, setup, mcpExtEngines)
 	echo := startEchoServer(t)
-	h := start(t, Config{Dir: t.TempDir(), Engines: setup,
+	everything := everythingEntry(t)
+	bc := bridge.DefaultConfig()
+	bc.StdioReadOnly = []string{installDir(everything)}
+	h := start(t, Config{Dir: t.TempDir(), Engines: setup, Bridge: &bc,
 		Artifacts: artifacts.Config{Egress: egress.Policy{Allow: []string{"127.0.0.1"}}}})
 	for _, e := range ready {
 		spec, _ := engines.Lookup(e)
@@ -91,16 +99,7 @@ func TestMCPExternalServer(t *testing.T) {
 	for _, e := range ready {
 		t.Run(string(e), func(t *testing.T) {
 			before := echo.calls.Load()
-			s, err := a.c.CreateSession(ctx, a.project.ID, api.CreateSession{Engine: e})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sent, err := a.c.SendMessage(ctx, s.ID, api.SendMessage{Text: "Echo something @@MCP@@"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			r := waitRESTRun(t, a.c, sent.RunID, events.RunCompleted, 3*time.Minute)
-			waitToolUse(t, a.c, s.ID, "mcp__"+slug+"__echo", 30*time.Second)
+			r, _ := echoTurn(t, a, e, slug)
 			if echo.calls.Load() == before {
 				t.Errorf("the server saw no call of echo (run %+v)", r)
 			}
@@ -127,6 +126,100 @@ func TestMCPExternalServer(t *testing.T) {
 	if echo.calls.Load() != calls {
 		t.Error("the other tenant's attempt reached the server")
 	}
+
+	// A tenant's stdio server: the pinned server-everything, run by the
+	// bridge in the agents' sandbox with its sealed env, probed, and called
+	// by the fastest engines.
+	b := h.account("mcpext-stdio")
+	const local = "everything"
+	if _, err := b.c.CreateMCPServer(ctx, client.Layer{}, api.MCPServerInput{Slug: local, Transport: events.MCPStdio,
+		Command: "node", Args: []string{everything, "stdio"}, Env: map[string]string{"EVERYTHING_TOKEN": "sealed-env-value"}}); err != nil {
+		t.Fatalf("create stdio server: %v", err)
+	}
+	if st, err := b.c.ProbeMCPServer(ctx, client.Layer{}, local); err != nil || st.State != "ok" || st.Tools < 5 {
+		t.Fatalf("probe of the stdio server = %+v, %v; want ok with its tools", st, err)
+	}
+	for _, e := range ready {
+		if e != events.EnginePi && e != events.EngineCodex {
+			continue // one HTTP turn per engine above is enough; stdio differs only in the bridge
+		}
+		t.Run("stdio/"+string(e), func(t *testing.T) {
+			_, result := echoTurn(t, b, e, local)
+			// server-everything's echo answers "Echo: <message>".
+			if !strings.Contains(result, "Echo: hi") {
+				t.Errorf("the echo tool's result is %q, want the stdio server's answer", result)
+			}
+		})
+	}
+}
+
+// echoTurn runs a turn of engine in a new session of a's project in which
+// fakellm calls the echo tool of the server slug, and returns the run and
+// the tool's saved result once the tool use mcp__<slug>__echo is saved.
+func echoTurn(t *testing.T, a account, engine events.EngineType, slug string) (events.Run, string) {
+	t.Helper()
+	ctx := context.Background()
+	s, err := a.c.CreateSession(ctx, a.project.ID, api.CreateSession{Engine: engine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := a.c.SendMessage(ctx, s.ID, api.SendMessage{Text: "Echo something @@MCP@@"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := waitRESTRun(t, a.c, sent.RunID, events.RunCompleted, 3*time.Minute)
+	use := waitToolUse(t, a.c, s.ID, "mcp__"+slug+"__echo", 30*time.Second)
+	return r, toolResult(t, a.c, s.ID, use.ID)
+}
+
+// everythingEntry is the pinned @modelcontextprotocol/server-everything's
+// entry point (scripts/test.sh installs it); the test skips without it,
+// and fails under CI=true.
+func everythingEntry(t *testing.T) string {
+	t.Helper()
+	path := os.Getenv("CLOPEN_MCP_EVERYTHING")
+	if _, err := os.Stat(path); path != "" && err == nil {
+		return path
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CLOPEN_MCP_EVERYTHING=%q: the pinned MCP test server is not installed (scripts/test.sh installs it)", path)
+	}
+	t.Skip("CLOPEN_MCP_EVERYTHING is not set: scripts/test.sh installs the MCP test server")
+	return ""
+}
+
+// installDir is where the server of entry was installed, the dir holding
+// its node_modules: what an operator gives the bridge to mount read-only.
+func installDir(entry string) string {
+	d := entry
+	for filepath.Base(d) != "node_modules" && d != filepath.Dir(d) {
+		d = filepath.Dir(d)
+	}
+	return filepath.Dir(d)
+}
+
+// toolResult is the saved result of the tool use id in session.
+func toolResult(t *testing.T, c *client.Client, session, id string) string {
+	t.Helper()
+	page, err := c.Messages(context.Background(), session, "", 200)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range page.Messages {
+		o, err := events.DecodeOutput(row.Message)
+		if err != nil {
+			continue
+		}
+		if m, ok := o.(events.UserMessage); ok {
+			for _, b := range m.Content {
+				if r, ok := b.(events.ToolResultBlock); ok && r.ToolUseID == id {
+					return r.Content
+				}
+			}
+		}
+	}
+	t.Fatalf("no saved result of tool use %s", id)
+	return ""
 }
 
 // runTokens sets a run's mcp token and dispatch token on every request, as

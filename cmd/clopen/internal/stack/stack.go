@@ -68,6 +68,9 @@ type Config struct {
 	// NoStreammgr leaves streammgr out (tests that run and restart their own).
 	NoStreammgr bool
 	Gateway     *gateway.Config // nil: gateway.DefaultConfig()
+	// Bridge configures the MCP bridge (nil: bridge.DefaultConfig()); its
+	// stdio servers' dirs go under Dir unless it names its own.
+	Bridge *bridge.Config
 	// Artifacts configures the artifacts service; an empty DataDir means Dir.
 	Artifacts artifacts.Config
 	Logger    *slog.Logger
@@ -190,6 +193,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}},
 		{bridge.Name, func(ctx context.Context, nc *nats.Conn, l *slog.Logger) error {
 			bc := bridge.DefaultConfig()
+			if cfg.Bridge != nil {
+				bc = *cfg.Bridge
+			}
+			if bc.StdioDir == bridge.DefaultConfig().StdioDir && cfg.Dir != "" {
+				bc.StdioDir = filepath.Join(cfg.Dir, "mcp-stdio")
+			}
 			bc.Tokens = s.Keys.Only(bridge.TokenKeys)
 			// Remote MCP servers may be where providers may: the one allow-list.
 			bc.AllowHosts = cfg.Artifacts.Egress.Allow

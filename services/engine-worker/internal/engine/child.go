@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"clopen.dev/services/engine-worker/internal/sandbox"
+	"clopen.dev/pkg/platform/sandbox"
 )
 
 // readBuffer is the stdout read size. Agent CLIs stream thousands of small

@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"clopen.dev/pkg/platform/sandbox"
 	"clopen.dev/services/engine-worker/internal/mcpproxy"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // Sandboxing is how an adapter confines its processes; a nil *Sandboxing

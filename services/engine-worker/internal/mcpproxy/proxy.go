@@ -38,7 +38,7 @@ import (
 	"time"
 
 	"clopen.dev/pkg/platform/bustoken"
-	"clopen.dev/services/engine-worker/internal/sandbox"
+	"clopen.dev/pkg/platform/sandbox"
 )
 
 // Port is the loopback port inside every sandbox where the proxy listens.

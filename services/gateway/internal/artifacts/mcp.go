@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	"context"
+	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/gateway/api"
@@ -102,6 +103,13 @@ func (a *Artifacts) ProbeMCPServer(ctx context.Context, p identity.Principal, l 
 	if err != nil {
 		return out, err
 	}
+	// A stdio server's probe starts it in the sandbox first (node alone
+	// takes seconds), so it gets longer than the bus's default.
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
 	err = a.bus.Call(ctx, subject, events.MCPServerRef{Caller: p.Caller(), ProjectID: l.ProjectID, Slug: slug}, &out)
 	return out, named(err, "MCP server", slug)
 }
+
+// ProbeTimeout bounds a probe of an MCP server, start and tools/list.
+const ProbeTimeout = 30 * time.Second

@@ -11,8 +11,13 @@
 //     with its sealed headers, through a dialer that refuses addresses that
 //     are not public unless the operator allows the host;
 //   - a stdio server started by Options.Launch, which must confine it the
-//     way the agents are confined; without a launcher stdio servers are
-//     refused, never started on the host as they are.
+//     way the agents are confined (the bridge's is internal/confine);
+//     without a launcher stdio servers are refused, never started on the
+//     host as they are. One process per tenant and server serves every
+//     run of the tenant: started by the first call, stopped once unused
+//     for Options.IdleTimeout and by Close, and, when it dies, started
+//     again by the next call after failing the call in flight with its
+//     exit status and the end of its stderr.
 //
 // tools/list is passed through as the server wrote it, but for three
 // repairs engines need: dangling or remote "$ref"s are removed (or pointed
@@ -22,8 +27,9 @@
 // and refused when called. A tool's output over Options.MaxOutput bytes
 // (DefaultMaxOutput, 100,000) is cut to it with a note saying so.
 //
-// Each run and slug gets its own MCP session table and its own upstream
-// connection: a session id of one run presented by another is unknown.
+// Each run and slug gets its own MCP session table and, for a remote
+// server, its own upstream connection: a session id of one run presented
+// by another is unknown.
 //
 // The bridge mounts it with one line, behind its token middleware:
 //

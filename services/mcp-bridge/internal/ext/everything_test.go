@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"clopen.dev/pkg/events"
-	"clopen.dev/services/mcp-bridge/internal/binding"
+	"clopen.dev/services/mcp-bridge/internal/confine"
 	"clopen.dev/services/mcp-bridge/internal/ext"
 )
 
@@ -37,9 +38,10 @@ func everything(t *testing.T) string {
 }
 
 // TestEverythingThroughTheProxy reaches a real third-party server through
-// /mcp/ext/<slug> as a tenant's stdio server and as a remote Streamable
-// HTTP server: its tools listed with the repairs applied, its echo called,
-// and the stdio server given the server's sealed env.
+// /mcp/ext/<slug> as a tenant's stdio server, in the sandbox, and as a
+// remote Streamable HTTP server: its tools listed with the repairs
+// applied, its echo called, and the stdio server given the server's
+// sealed env.
 func TestEverythingThroughTheProxy(t *testing.T) {
 	entry := everything(t)
 	port := freePort(t)
@@ -51,17 +53,13 @@ func TestEverythingThroughTheProxy(t *testing.T) {
 	t.Cleanup(func() { _ = remote.Process.Kill(); _ = remote.Wait() })
 	waitListening(t, port)
 
-	// The launcher a test gives stands for the bridge's sandbox: it is
-	// what the Handler runs a stdio server with, and the only way it does.
+	// The bridge's own launcher: the stdio server runs in the agents'
+	// sandbox, which sees the installed server read-only.
+	confined := &confine.Launcher{Dir: t.TempDir(), ReadOnly: []string{packageDir(entry)}}
 	var launched []string
-	launch := func(ctx context.Context, run binding.Run, s events.ResolvedMCPServer) (*exec.Cmd, error) {
-		cmd := exec.CommandContext(ctx, s.Command, s.Args...)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-		for k, v := range s.Env {
-			cmd.Env = append(cmd.Env, k+"="+v)
-		}
-		launched = append(launched, run.RunID+":"+s.Slug)
-		return cmd, nil
+	launch := func(ctx context.Context, tenant string, s events.ResolvedMCPServer) (*exec.Cmd, func(), error) {
+		launched = append(launched, tenant+":"+s.Slug)
+		return confined.Launch(ctx, tenant, s)
 	}
 	h := ext.New(servers{
 		tenantA + "//docs": {MCPServerDef: events.MCPServerDef{Slug: "docs", Transport: events.MCPHTTP,
@@ -110,9 +108,19 @@ func TestEverythingThroughTheProxy(t *testing.T) {
 			}
 		})
 	}
-	if strings.Join(launched, ",") != "a1:local" {
-		t.Errorf("launched %v, want the stdio server once, for run a1", launched)
+	if strings.Join(launched, ",") != tenantA+":local" {
+		t.Errorf("launched %v, want the stdio server once, for tenant A", launched)
 	}
+}
+
+// packageDir is where the server of entry was installed, the dir holding
+// its node_modules: what an operator gives the bridge to mount read-only.
+func packageDir(entry string) string {
+	d := entry
+	for filepath.Base(d) != "node_modules" && d != filepath.Dir(d) {
+		d = filepath.Dir(d)
+	}
+	return filepath.Dir(d)
 }
 
 func freePort(t *testing.T) int {

@@ -90,12 +90,13 @@ const (
 // runs are the runs the test middleware binds requests to, by the
 // X-Test-Run header: what the bridge's token check does with a token.
 var runs = map[string]binding.Run{
-	"a1":       {TenantID: tenantA, ProjectID: project, RunID: "a1", Engine: "claude", Servers: []string{"docs", "local"}},
-	"a2":       {TenantID: tenantA, ProjectID: project, RunID: "a2", Engine: "claude", Servers: []string{"docs"}},
-	"a-other":  {TenantID: tenantA, ProjectID: project, RunID: "a3", Engine: "claude", Servers: []string{"other"}},
-	"a-codex":  {TenantID: tenantA, ProjectID: project, RunID: "a4", Engine: "codex", Servers: []string{"docs"}},
-	"b1":       {TenantID: tenantB, ProjectID: project, RunID: "b1", Engine: "claude", Servers: []string{"docs"}},
-	"no-token": {},
+	"a1":        {TenantID: tenantA, ProjectID: project, RunID: "a1", Engine: "claude", Servers: []string{"docs", "local"}},
+	"a2":        {TenantID: tenantA, ProjectID: project, RunID: "a2", Engine: "claude", Servers: []string{"docs"}},
+	"a-other":   {TenantID: tenantA, ProjectID: project, RunID: "a3", Engine: "claude", Servers: []string{"other"}},
+	"a-codex":   {TenantID: tenantA, ProjectID: project, RunID: "a4", Engine: "codex", Servers: []string{"docs"}},
+	"b1":        {TenantID: tenantB, ProjectID: project, RunID: "b1", Engine: "claude", Servers: []string{"docs"}},
+	"b-hostile": {TenantID: tenantB, ProjectID: project, RunID: "b2", Engine: "claude", Servers: []string{"hostile"}},
+	"no-token":  {},
 }
 
 // bridge mounts h as the bridge does, behind a middleware that binds each

@@ -35,9 +35,13 @@ type Resolver interface {
 	Server(ctx context.Context, tenant, project, slug string) (events.ResolvedMCPServer, error)
 }
 
-// Launcher returns the command that runs a stdio server for run, confined
-// as the run's agent is. ctx bounds the process's life.
-type Launcher func(ctx context.Context, run binding.Run, s events.ResolvedMCPServer) (*exec.Cmd, error)
+// Launcher returns the command that runs tenant's stdio server s, confined
+// as the agents are, and started, which the Handler calls once it started
+// the command (or failed to). ctx bounds the process's life. The Handler
+// speaks MCP over the command's stdin and stdout; a launcher that sets
+// Stderr to a value with a String method (a bounded tail) has its end
+// quoted in the errors of a server that failed.
+type Launcher func(ctx context.Context, tenant string, s events.ResolvedMCPServer) (cmd *exec.Cmd, started func(), err error)
 
 // Options tune a Handler; the zero value serves remote servers only.
 type Options struct {
@@ -51,8 +55,8 @@ type Options struct {
 	AllowHosts []string
 	// MaxOutput caps a tool call's output in bytes; 0 is DefaultMaxOutput.
 	MaxOutput int
-	// IdleTimeout closes a run's connection to a server unused that long;
-	// 0 is 10 minutes.
+	// IdleTimeout closes a run's connection to a server unused that long,
+	// and stops a stdio server no call has used that long; 0 is 10 minutes.
 	IdleTimeout time.Duration
 }
 
@@ -62,9 +66,8 @@ type Handler struct {
 	resolve Resolver
 	opts    Options
 	log     *slog.Logger
-	// ctx bounds the stdio servers' processes; cancel ends them.
-	ctx    context.Context
-	cancel context.CancelFunc
+	stdio   *stdioPool
+	cancel  context.CancelFunc // ends the stdio servers' processes
 
 	mu    sync.Mutex
 	links map[string]*link // by tenant, run and slug
@@ -85,7 +88,8 @@ func New(r Resolver, o Options) *Handler {
 		o.IdleTimeout = 10 * time.Minute
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Handler{resolve: r, opts: o, log: o.Logger, ctx: ctx, cancel: cancel, links: map[string]*link{}}
+	return &Handler{resolve: r, opts: o, log: o.Logger, cancel: cancel, links: map[string]*link{},
+		stdio: &stdioPool{launch: o.Launch, idle: o.IdleTimeout, life: ctx, procs: map[string]*stdioProc{}}}
 }
 
 // ServeHTTP checks the request's run against the server it names, then
@@ -172,6 +176,7 @@ func (h *Handler) Close() error {
 	for _, l := range links {
 		l.close()
 	}
+	h.stdio.close()
 	h.cancel()
 	return nil
 }

@@ -17,7 +17,8 @@ import (
 )
 
 // link is one run's connection to one server: the MCP endpoint its agent
-// talks to and, once a call needs it, the session with the server.
+// talks to and, once a call needs it, the session with a remote server (a
+// stdio server's session is in the Handler's stdioPool).
 type link struct {
 	h      *Handler
 	run    binding.Run
@@ -58,21 +59,51 @@ func (l *link) close() {
 	}
 }
 
-// session returns the session with the server, connecting when there is
-// none or the last one ended.
-func (l *link) session(ctx context.Context) (*mcp.ClientSession, error) {
+// session returns the session with the server for one call, and end,
+// which the caller passes the call's error to and returns what it gives
+// back. A remote server's session is the link's own, opened when there is
+// none; a stdio server's is its tenant's process, shared by every run.
+// A call that failed for want of a connection (not an error the server
+// answered, nor the caller giving up) drops the session: the next call
+// connects again, and starts a stdio server again.
+func (l *link) session(ctx context.Context) (*mcp.ClientSession, func(error) error, error) {
+	if l.server.Transport == events.MCPStdio {
+		pr, err := l.h.stdio.acquire(ctx, l.run.TenantID, l.server)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pr.cs, func(err error) error {
+			defer l.h.stdio.release(pr)
+			if lostConnection(ctx, err) {
+				return l.h.stdio.fail(pr, err)
+			}
+			return err
+		}, nil
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.last = time.Now()
-	if l.upstream != nil {
-		return l.upstream, nil
+	if l.upstream == nil {
+		cs, err := connect(ctx, l.h.opts, l.server)
+		if err != nil {
+			return nil, nil, err
+		}
+		l.upstream = cs
 	}
-	cs, err := connect(ctx, l.h.ctx, l.h.opts, l.run, l.server)
-	if err != nil {
-		return nil, err
-	}
-	l.upstream = cs
-	return cs, nil
+	cs := l.upstream
+	return cs, func(err error) error {
+		if lostConnection(ctx, err) {
+			l.drop(cs)
+		}
+		return err
+	}, nil
+}
+
+// lostConnection reports whether err is a failed connection rather than
+// the server's answer or the caller's cancellation.
+func lostConnection(ctx context.Context, err error) bool {
+	var rpc *jsonrpc.Error
+	return err != nil && ctx.Err() == nil && !errors.As(err, &rpc)
 }
 
 // drop forgets cs after it failed, so the next call reconnects.
@@ -85,44 +116,35 @@ func (l *link) drop(cs *mcp.ClientSession) {
 	_ = cs.Close()
 }
 
-// connect opens a session with s: over Streamable HTTP with its headers,
-// or with the stdio server o.Launch starts for run, which lives until
-// life ends or the session is closed.
-func connect(ctx, life context.Context, o Options, run binding.Run, s events.ResolvedMCPServer) (*mcp.ClientSession, error) {
-	var t mcp.Transport
-	switch s.Transport {
-	case events.MCPHTTP:
-		client := *o.HTTPClient
-		client.Transport = withHeaders{base: transportOf(o.HTTPClient), headers: s.Headers}
-		// A redirect would carry the server's headers to wherever it points.
-		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		t = &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &client, DisableStandaloneSSE: true, MaxRetries: 1}
-	case events.MCPStdio:
-		if o.Launch == nil {
-			return nil, fmt.Errorf("MCP server %s is a stdio server and this bridge has no sandbox to run it in", s.Slug)
-		}
-		cmd, err := o.Launch(life, run, s)
-		if err != nil {
-			return nil, fmt.Errorf("launch MCP server %s: %w", s.Slug, err)
-		}
-		t = &mcp.CommandTransport{Command: cmd}
-	default:
+// connect opens a session with the remote server s over Streamable HTTP,
+// with its headers.
+func connect(ctx context.Context, o Options, s events.ResolvedMCPServer) (*mcp.ClientSession, error) {
+	if s.Transport != events.MCPHTTP {
 		return nil, fmt.Errorf("MCP server %s: transport %q", s.Slug, s.Transport)
 	}
-	c := mcp.NewClient(&mcp.Implementation{Name: "clopen-mcp-bridge", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, t, nil)
+	client := *o.HTTPClient
+	client.Transport = withHeaders{base: transportOf(o.HTTPClient), headers: s.Headers}
+	// A redirect would carry the server's headers to wherever it points.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	cs, err := initialize(ctx, &mcp.StreamableClientTransport{Endpoint: s.URL, HTTPClient: &client, DisableStandaloneSSE: true, MaxRetries: 1})
 	if err != nil {
 		return nil, fmt.Errorf("connect to MCP server %s: %w", s.Slug, err)
 	}
 	return cs, nil
 }
 
+// initialize opens an MCP session over t as the bridge's client.
+func initialize(ctx context.Context, t mcp.Transport) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "clopen-mcp-bridge", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return c.Connect(ctx, t, nil)
+}
+
 // listTools relays one page of the server's tools, repaired, without the
 // ones the run's engine may not see.
 func (l *link) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.Result, error) {
-	cs, err := l.session(ctx)
+	cs, end, err := l.session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,8 +153,7 @@ func (l *link) listTools(ctx context.Context, req *mcp.ListToolsRequest) (mcp.Re
 		params.Cursor = req.Params.Cursor
 	}
 	res, err := cs.ListTools(ctx, params)
-	if err != nil {
-		l.drop(cs)
+	if err := end(err); err != nil {
 		return nil, err
 	}
 	out := &mcp.ListToolsResult{NextCursor: res.NextCursor, Tools: []*mcp.Tool{}}
@@ -159,7 +180,7 @@ func (l *link) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resu
 	if l.server.Exposure.Hides(l.run.Engine, name) {
 		return nil, fmt.Errorf("tool %s of MCP server %s is not exposed to %s", name, l.server.Slug, l.run.Engine)
 	}
-	cs, err := l.session(ctx)
+	cs, end, err := l.session(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -168,11 +189,7 @@ func (l *link) callTool(ctx context.Context, req *mcp.CallToolRequest) (mcp.Resu
 		args = req.Params.Arguments
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: req.Params.Meta, Name: name, Arguments: args})
-	if err != nil {
-		var rpc *jsonrpc.Error
-		if ctx.Err() == nil && !errors.As(err, &rpc) {
-			l.drop(cs) // the connection failed, not the call: reconnect next time
-		}
+	if err := end(err); err != nil {
 		return nil, err
 	}
 	return capOutput(res, l.h.opts.MaxOutput), nil

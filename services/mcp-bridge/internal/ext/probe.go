@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/svc"
-	"clopen.dev/services/mcp-bridge/internal/binding"
 )
 
 // State is what a probe found a server to be.
@@ -33,8 +35,9 @@ type Status struct {
 }
 
 // Probe initializes a session with s as a run would and lists its tools:
-// the status endpoint's check. run is whom a stdio server is launched for.
-func Probe(ctx context.Context, o Options, run binding.Run, s events.ResolvedMCPServer) Status {
+// the status endpoint's check. A stdio server is started for tenant, on
+// its own, and stopped after.
+func Probe(ctx context.Context, o Options, tenant string, s events.ResolvedMCPServer) Status {
 	for name, v := range s.Env {
 		if v == "" {
 			return Status{State: StateNeedsConfig, Reason: "env " + name + " has no value"}
@@ -52,11 +55,9 @@ func Probe(ctx context.Context, o Options, run binding.Run, s events.ResolvedMCP
 	c := *o.HTTPClient
 	c.Transport = seen
 	o.HTTPClient = &c
-	life, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cs, err := connect(ctx, life, o, run, s)
+	cs, closeSession, err := probeSession(ctx, o, tenant, s)
 	if err == nil {
-		defer cs.Close()
+		defer closeSession()
 		list, lerr := cs.ListTools(ctx, nil)
 		if lerr == nil {
 			return Status{State: StateOK, Tools: len(list.Tools)}
@@ -72,6 +73,25 @@ func Probe(ctx context.Context, o Options, run binding.Run, s events.ResolvedMCP
 		return Status{State: StateUnreachable, Reason: err.Error()}
 	}
 	return Status{State: StateError, Reason: err.Error()}
+}
+
+// probeSession opens a session with s of its own, and how to close it.
+func probeSession(ctx context.Context, o Options, tenant string, s events.ResolvedMCPServer) (*mcp.ClientSession, func(), error) {
+	if s.Transport != events.MCPStdio {
+		cs, err := connect(ctx, o, s)
+		if err != nil {
+			return nil, nil, err
+		}
+		return cs, func() { _ = cs.Close() }, nil
+	}
+	life, cancel := context.WithCancel(ctx)
+	p := &stdioPool{launch: o.Launch, idle: time.Minute, life: life, procs: map[string]*stdioProc{}}
+	pr, err := p.acquire(ctx, tenant, s)
+	if err != nil {
+		cancel()
+		return nil, nil, err
+	}
+	return pr.cs, func() { p.close(); cancel() }, nil
 }
 
 // lastResponse remembers the status of the last response and whether any
@@ -118,7 +138,7 @@ func ProbeHandler(r Resolver, o Options) func(ctx context.Context, ref events.MC
 		if err != nil {
 			return events.MCPServerStatus{}, err
 		}
-		st := Probe(ctx, o, binding.Run{TenantID: ref.TenantID, ProjectID: ref.ProjectID, RunID: "probe"}, s)
+		st := Probe(ctx, o, ref.TenantID, s)
 		return events.MCPServerStatus{State: string(st.State), Reason: st.Reason, Tools: st.Tools}, nil
 	}
 }

@@ -51,7 +51,7 @@ func TestProbe(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
-			got := ext.Probe(ctx, tt.opts, runs["a1"], tt.give)
+			got := ext.Probe(ctx, tt.opts, tenantA, tt.give)
 			if got.State != tt.want || (got.State != ext.StateOK && got.Reason == "") {
 				t.Errorf("Probe = %+v, want %s with a reason", got, tt.want)
 			}

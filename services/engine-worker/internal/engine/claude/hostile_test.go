@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/sandbox"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/engine/claude"
 	"clopen.dev/services/engine-worker/internal/engine/enginetest"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // newHostileWorker is a worker confining Claude Code as the worker does:

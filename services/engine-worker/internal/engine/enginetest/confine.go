@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	"clopen.dev/pkg/platform/sandbox"
 	"clopen.dev/services/engine-worker/internal/engine"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // bridgeEnv, when set in a test binary's environment to "SOCKET ADDR",

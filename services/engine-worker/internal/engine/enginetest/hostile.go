@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"clopen.dev/pkg/platform/sandbox"
 	"clopen.dev/services/engine-worker/fakellm"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // HostileUnconfined, set to 1, runs a hostile suite with no sandbox, to

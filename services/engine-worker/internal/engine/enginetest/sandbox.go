@@ -18,8 +18,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"clopen.dev/pkg/platform/sandbox"
 	"clopen.dev/services/engine-worker/fakellm"
-	"clopen.dev/services/engine-worker/internal/sandbox"
 )
 
 // fakellmEnv, when set in a test binary's environment, makes Main run

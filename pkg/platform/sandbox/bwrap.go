@@ -143,6 +143,16 @@ func (b *Bwrap) Command(spec Spec, argv []string) (*Command, error) {
 		a = append(a, "--bind", d, d)
 	}
 	cfg := initConfig{UID: spec.UID, GID: spec.GID, Limits: spec.Limits, Dir: spec.Workspace}
+	if len(spec.CommandEnv) > 0 {
+		envFD, err := fd([]byte(strings.Join(spec.CommandEnv, "\x00")))
+		if err != nil {
+			c.Close()
+			return nil, err
+		}
+		parents(insideEnv)
+		a = append(a, "--perms", "0400", "--ro-bind-data", envFD, insideEnv)
+		cfg.EnvFile = insideEnv
+	}
 	for i, e := range spec.Endpoints {
 		inside := filepath.Join(insideSockets, strconv.Itoa(i)+".sock")
 		parents(inside)

@@ -116,7 +116,7 @@ func (b *Bwrap) Check(ctx context.Context) error {
 // Sandbox other than Bwrap use it for their own Check.
 func CheckSandbox(ctx context.Context, sb Sandbox) error {
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("%s: the worker must run as root to give agents their own uids", sb.Name())
+		return fmt.Errorf("%s: this process must run as root to give sandboxed processes their own uids", sb.Name())
 	}
 	dir, err := os.MkdirTemp("", "clopen-sandbox-check-")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -26,6 +27,9 @@ const (
 	insideInit = "/.clopen/init"
 	// insideSockets is where the endpoints' sockets are mounted.
 	insideSockets = "/.clopen/sockets"
+	// insideEnv is the file of Spec.CommandEnv, root's and mode 0400: the
+	// init reads it before it becomes the tenant's uid.
+	insideEnv = "/.clopen/env"
 )
 
 // initConfig is what the init process is told on its command line.
@@ -37,6 +41,8 @@ type initConfig struct {
 	// Dir is the agent's working directory, entered once the init is the
 	// tenant's uid (root without capabilities cannot enter it).
 	Dir string `json:"dir,omitempty"`
+	// EnvFile holds Spec.CommandEnv, NUL-separated.
+	EnvFile string `json:"envFile,omitempty"`
 }
 
 // Main runs the sandbox's init or probe when the binary was started as one
@@ -74,6 +80,14 @@ func runInit(args []string) (int, error) {
 		return 125, fmt.Errorf("config: uid %d gid %d is privileged", cfg.UID, cfg.GID)
 	}
 	argv := args[2:]
+	var env []string
+	if cfg.EnvFile != "" {
+		b, err := os.ReadFile(cfg.EnvFile)
+		if err != nil {
+			return 125, fmt.Errorf("command env: %w", err)
+		}
+		env = append(os.Environ(), strings.Split(string(b), "\x00")...)
+	}
 	var lns []net.Listener
 	for _, e := range cfg.Endpoints {
 		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(e.Port))
@@ -93,6 +107,7 @@ func runInit(args []string) (int, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = cfg.Dir
+	cmd.Env = env // nil: the init's own
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return 127, err

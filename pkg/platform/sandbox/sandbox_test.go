@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 )
 
@@ -72,5 +73,32 @@ func TestCommandRunsAsTenant(t *testing.T) {
 	}
 	if want := "100123\n" + ws + "\n"; string(out) != want {
 		t.Fatalf("got %q, want %q", out, want)
+	}
+}
+
+// TestCommandEnvReachesOnlyTheCommand: CommandEnv is the command's, read
+// from a file the command itself cannot read, and never on bwrap's
+// command line.
+func TestCommandEnvReachesOnlyTheCommand(t *testing.T) {
+	needRoot(t)
+	cmd, err := (&Bwrap{}).Command(Spec{UID: 100124, GID: 100124, Workspace: t.TempDir(), CommandEnv: []string{"SECRET=s3cr3t value"}},
+		[]string{"/bin/sh", "-c", `echo "$SECRET"; cat /.clopen/env 2>/dev/null || echo unreadable`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cmd.Argv {
+		if strings.Contains(a, "s3cr3t") {
+			t.Errorf("bwrap's command line holds the command's env: %q", a)
+		}
+	}
+	c := exec.Command(cmd.Argv[0], cmd.Argv[1:]...)
+	c.ExtraFiles = cmd.ExtraFiles
+	out, err := c.CombinedOutput()
+	cmd.Close()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if want := "s3cr3t value\nunreadable\n"; string(out) != want {
+		t.Errorf("got %q, want %q", out, want)
 	}
 }

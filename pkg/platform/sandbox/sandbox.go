@@ -1,4 +1,5 @@
-// Package sandbox confines every agent process the worker starts.
+// Package sandbox confines every untrusted process Clopen starts: the
+// agents the engine worker runs and the stdio MCP servers the bridge runs.
 //
 // An agent runs commands a language model chooses, so each process gets a
 // Spec: an unprivileged uid derived from its tenant, a private mount
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"strings"
 )
 
 // Sandbox wraps agent processes.
@@ -74,6 +76,13 @@ type Spec struct {
 	// Env are variables ("NAME=value") set inside besides the command's
 	// own: how the sandbox tells the agent of its way out (HTTPS_PROXY).
 	Env []string
+	// CommandEnv are variables ("NAME=value") only the command and its
+	// children get. They reach the init in a file only it can read, never
+	// bwrap's environment or command line: a variable a tenant chose
+	// (LD_PRELOAD) must not act on bwrap, which runs as root on the host,
+	// nor on the init, and a secret must not show in the host's process
+	// list.
+	CommandEnv []string
 	// Limits bound the process and everything it starts.
 	Limits Limits
 }
@@ -143,6 +152,11 @@ func (s Spec) validate() error {
 	var errs []error
 	if s.UID <= 0 || s.GID <= 0 {
 		errs = append(errs, fmt.Errorf("uid %d, gid %d: must be unprivileged", s.UID, s.GID))
+	}
+	for _, kv := range s.CommandEnv {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" || strings.ContainsRune(kv, 0) {
+			errs = append(errs, fmt.Errorf("command env %q: want NAME=value without NUL", kv))
+		}
 	}
 	for _, e := range s.Endpoints {
 		if e.Port <= 0 || e.Port > 65535 || e.Socket == "" {
