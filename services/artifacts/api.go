@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
@@ -13,6 +14,7 @@ import (
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/egress"
+	"clopen.dev/pkg/platform/mcpoauth"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/artifacts/internal/seal"
 	"clopen.dev/services/artifacts/internal/skills"
@@ -26,6 +28,10 @@ type api struct {
 	st       *store.Store
 	realHome string
 	egress   egress.Policy
+	// oauth signs in to remote MCP servers at the callback redirect; nil
+	// without a public URL (newOAuth).
+	oauth    *mcpoauth.Client
+	redirect string
 }
 
 // dispatched are the operations that act for a run rather than for a
@@ -99,6 +105,8 @@ func (a *api) endpoints(s micro.Service, srv *svc.Server) error {
 		events.OpMCPServersPut:     svc.Handler(onInternal, guard(a.putMCPServer)),
 		events.OpMCPServersDelete:  svc.Handler(onInternal, guard(a.deleteMCPServer)),
 		events.OpMCPServersResolve: svc.Handler(onInternal, guard(a.resolveMCPServer)),
+		events.OpMCPOAuthStart:     svc.Handler(onInternal, guard(a.startMCPOAuth)),
+		events.OpMCPOAuthComplete:  svc.Handler(onInternal, guard(a.completeMCPOAuth)),
 
 		events.OpContent:  svc.Handler(onInternal, guard(a.content)),
 		events.OpExpand:   svc.Handler(onInternal, guard(a.expand)),
@@ -146,6 +154,8 @@ func apiErr(err error) error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
+	case errors.Is(err, mcpoauth.ErrNoPending):
+		return svc.Errorf(http.StatusBadRequest, "oauth_state", "%s", err.Error())
 	case errors.Is(err, store.ErrNotFound):
 		return svc.NotFound("%s", strings.TrimPrefix(err.Error(), "not found: "))
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, skills.ErrInvalid):
@@ -156,6 +166,9 @@ func apiErr(err error) error {
 		// Mid-rotation on a replica not yet given the new key: it
 		// answers once it has it, and nothing is sealed meanwhile.
 		return svc.Unavailable("%s", err.Error())
+	}
+	if ae, ok := oauthErr(err); ok {
+		return ae
 	}
 	return err
 }
@@ -365,5 +378,5 @@ func (a *api) resolveMCPServer(ctx context.Context, t string, r events.MCPServer
 		return events.ResolvedMCPServer{}, svc.Unauthorized("run %s of project %q may resolve its own project's MCP servers, not project %q's",
 			c.RunID, c.ProjectID, r.ProjectID)
 	}
-	return a.st.ResolveMCPServer(ctx, t, r.ProjectID, r.Slug)
+	return a.st.ResolveMCPServer(ctx, t, r.ProjectID, r.Slug, a.refresher())
 }

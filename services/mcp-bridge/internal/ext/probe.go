@@ -35,6 +35,9 @@ type Status struct {
 // Probe initializes a session with s as a run would and lists its tools:
 // the status endpoint's check. run is whom a stdio server is launched for.
 func Probe(ctx context.Context, o Options, run binding.Run, s events.ResolvedMCPServer) Status {
+	if s.NeedsAuth != "" {
+		return Status{State: StateNeedsAuth, Reason: "the OAuth grant no longer works: " + s.NeedsAuth}
+	}
 	for name, v := range s.Env {
 		if v == "" {
 			return Status{State: StateNeedsConfig, Reason: "env " + name + " has no value"}
