@@ -60,13 +60,13 @@ func newOAuth(cfg Config, key *seal.Key, st *store.Store) (*mcpoauth.Client, err
 // user to.
 func (a *api) startMCPOAuth(ctx context.Context, t string, r events.MCPOAuthStart) (events.MCPOAuthStarted, error) {
 	var out events.MCPOAuthStarted
-	if a.oauth == nil {
-		return out, svc.Errorf(http.StatusConflict, "public_url_unset",
-			"MCP sign-in needs the gateway's public URL for its callback: set %s on the artifacts service", EnvPublicURL)
-	}
 	d, err := a.st.GetMCPServer(ctx, t, r.ProjectID, r.Slug)
 	if err != nil {
 		return out, err
+	}
+	if a.oauth == nil {
+		return out, svc.Errorf(http.StatusConflict, "public_url_unset",
+			"MCP sign-in needs the gateway's public URL for its callback: set %s on the artifacts service", EnvPublicURL)
 	}
 	if d.Transport != events.MCPHTTP {
 		return out, svc.Invalid("MCP server %s is a stdio server; only remote (http) servers sign in with OAuth", d.Slug)

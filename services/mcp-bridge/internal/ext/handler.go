@@ -29,14 +29,6 @@ const DefaultMaxOutput = 100_000
 // project do not have (or have disabled).
 var ErrNotFound = errors.New("no such MCP server")
 
-// needsAuth is a server whose OAuth grant no longer works: what the run is
-// told instead of a call the server would refuse.
-type needsAuth struct{ slug, reason string }
-
-func (e needsAuth) Error() string {
-	return fmt.Sprintf("MCP server %q needs to be signed in to again (an admin of the server does it from its settings): %s", e.slug, e.reason)
-}
-
 // Resolver finds the server slug names for a run of tenant's project: the
 // project's own, else the tenant's, with its secrets in clear.
 type Resolver interface {
@@ -119,11 +111,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, ErrNotFound):
 		refuse(w, http.StatusNotFound, fmt.Sprintf("MCP server %q: not found for this project", slug))
 		return
-	case errors.As(err, new(needsAuth)):
-		// Not a 401: the agent would take it for its own credentials and
-		// try to sign in itself, or retry forever.
-		refuse(w, http.StatusBadGateway, err.Error())
-		return
 	case err != nil:
 		h.log.ErrorContext(r.Context(), "resolve mcp server", "slug", slug, "run_id", run.RunID, "err", err)
 		refuse(w, http.StatusBadGateway, fmt.Sprintf("MCP server %q could not be resolved", slug))
@@ -165,9 +152,6 @@ func (h *Handler) link(ctx context.Context, key string, run binding.Run, slug st
 	if s.Slug != slug || (s.ProjectID != "" && s.ProjectID != run.ProjectID) {
 		// A resolver must never hand a run another project's server.
 		return nil, fmt.Errorf("resolver returned %s/%s for %s/%s", s.ProjectID, s.Slug, run.ProjectID, slug)
-	}
-	if s.NeedsAuth != "" {
-		return nil, needsAuth{slug: slug, reason: s.NeedsAuth} // not kept: a sign-in may come before the next call
 	}
 	l = h.newLink(run, s)
 	h.mu.Lock()

@@ -64,6 +64,12 @@ func (l *link) session(ctx context.Context) (*mcp.ClientSession, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.last = time.Now()
+	if l.server.NeedsAuth != "" {
+		// Said to the agent as the call's error: not a 401, which it would
+		// take for its own credentials and retry or sign in to itself.
+		return nil, fmt.Errorf("MCP server %q needs to be signed in to again by an admin of the server "+
+			"(its OAuth grant stopped working: %s); until then it cannot be called", l.server.Slug, l.server.NeedsAuth)
+	}
 	if l.upstream != nil {
 		return l.upstream, nil
 	}
