@@ -1,7 +1,6 @@
 package mcpoauth
 
 import (
-	"clopen.dev/pkg/platform/mcpoauth/authserver"
 	"context"
 	"errors"
 	"net/http"
@@ -9,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"clopen.dev/pkg/platform/mcpoauth/authserver"
 )
 
 func TestDiscoverLocations(t *testing.T) {

@@ -8,7 +8,8 @@
 // It stores nothing itself: the caller keeps Server and Token sealed with
 // the tenant's server row, and backs PendingStore (MemPending is the
 // in-memory one; mcpoauthtest.RunPendingStore is the suite a durable one
-// must pass). A Client is safe for concurrent use; every replica that
+// must pass; authserver is an authorization server and a protected MCP
+// endpoint for tests). A Client is safe for concurrent use; every replica that
 // may serve the callback needs the same StateKey and PendingStore.
 //
 // Connecting a server (an admin of the tenant asks, through the gateway):

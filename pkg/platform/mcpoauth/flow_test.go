@@ -1,7 +1,6 @@
 package mcpoauth
 
 import (
-	"clopen.dev/pkg/platform/mcpoauth/authserver"
 	"context"
 	"errors"
 	"net/http"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"clopen.dev/pkg/platform/mcpoauth/authserver"
 )
 
 const testRedirect = "https://clopen.example/v1/mcp-oauth/callback"

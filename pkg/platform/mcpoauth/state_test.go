@@ -1,7 +1,6 @@
 package mcpoauth
 
 import (
-	"clopen.dev/pkg/platform/mcpoauth/authserver"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"clopen.dev/pkg/platform/mcpoauth/authserver"
 )
 
 // Each forged, expired or misplaced callback is refused with ErrState, and
