@@ -1,8 +1,6 @@
 package artifacts
 
 import (
-	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -31,15 +29,9 @@ func TestMCPOAuthGrant(t *testing.T) {
 
 	var started events.MCPOAuthStarted
 	e.must(events.OpMCPOAuthStart, events.MCPOAuthStart{MCPServerRef: events.MCPServerRef{Caller: c, Slug: "guarded"}}, &started)
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Get(started.AuthorizationURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	back, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || back.Host != "clopen.example" || back.Path != OAuthCallbackPath {
-		t.Fatalf("authorization redirected to %q, want the callback under the public URL", resp.Header.Get("Location"))
+	back := authserver.Consent(t, started.AuthorizationURL)
+	if back.Host != "clopen.example" || back.Path != OAuthCallbackPath {
+		t.Fatalf("authorization redirected to %s, want the callback under the public URL", back)
 	}
 	var d events.MCPServerDef
 	e.must(events.OpMCPOAuthComplete, events.MCPOAuthComplete{Caller: events.Caller{TenantID: c.TenantID}, Query: back.Query()}, &d)

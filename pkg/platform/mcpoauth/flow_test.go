@@ -36,23 +36,13 @@ func newClient(t *testing.T, edit func(*Config)) *Client {
 	return c
 }
 
-// consent plays the user: it opens authURL, which the test authorization
-// server answers with a redirect to the callback, and returns the
-// callback's query.
+// consent plays the user and returns the callback's query, checking the
+// callback is the configured one.
 func consent(t *testing.T, authURL string) url.Values {
 	t.Helper()
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Get(authURL)
-	if err != nil {
-		t.Fatalf("open authorization url: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		t.Fatalf("authorization answered %d, want 302", resp.StatusCode)
-	}
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || !strings.HasPrefix(loc.String(), testRedirect+"?") {
-		t.Fatalf("redirected to %q, want the callback %s", resp.Header.Get("Location"), testRedirect)
+	loc := authserver.Consent(t, authURL)
+	if !strings.HasPrefix(loc.String(), testRedirect+"?") {
+		t.Fatalf("redirected to %q, want the callback %s", loc, testRedirect)
 	}
 	return loc.Query()
 }

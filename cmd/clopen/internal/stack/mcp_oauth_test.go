@@ -143,15 +143,9 @@ func authorize(t *testing.T, c *client.Client, slug string) *url.URL {
 	if err != nil {
 		t.Fatalf("start sign-in: %v", err)
 	}
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Get(started.AuthorizationURL)
-	if err != nil {
-		t.Fatalf("open %s: %v", started.AuthorizationURL, err)
-	}
-	resp.Body.Close()
-	back, err := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusFound || err != nil || !strings.HasSuffix(back.Path, "/v1/mcp-oauth/callback") {
-		t.Fatalf("authorization answered %d to %q, want a redirect to the callback", resp.StatusCode, resp.Header.Get("Location"))
+	back := authserver.Consent(t, started.AuthorizationURL)
+	if !strings.HasSuffix(back.Path, "/v1/mcp-oauth/callback") {
+		t.Fatalf("authorization redirected to %s, want the callback", back)
 	}
 	return back
 }

@@ -213,6 +213,24 @@ func (a *AuthServer) Valid(token, resource string) bool {
 	return ok && g.resource == resource && time.Now().Before(g.expires)
 }
 
+// Consent plays the user: it opens authURL, which the authorization server
+// answers at once with a redirect to the client's callback, and returns
+// that callback URL without following it.
+func Consent(t *testing.T, authURL string) *url.URL {
+	t.Helper()
+	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := hc.Get(authURL)
+	if err != nil {
+		t.Fatalf("open authorization url: %v", err)
+	}
+	resp.Body.Close()
+	back, err := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || err != nil {
+		t.Fatalf("authorization answered %d to %q, want a redirect", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	return back
+}
+
 // Refreshes is how many refresh grants the token endpoint honoured.
 func (a *AuthServer) Refreshes() int {
 	a.mu.Lock()
