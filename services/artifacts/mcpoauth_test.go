@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,14 @@ func TestMCPOAuthGrant(t *testing.T) {
 	e.must(events.OpMCPOAuthComplete, events.MCPOAuthComplete{Caller: events.Caller{TenantID: c.TenantID}, Query: back.Query()}, &d)
 	if d.Slug != "guarded" {
 		t.Errorf("complete = %+v, want the guarded server", d)
+	}
+	var audit string
+	if err := e.db.QueryRow(context.Background(), `SELECT coalesce(string_agg(action || ' ' || coalesce(after::text, ''), ' '), '')
+		FROM artifacts.audit_log WHERE tenant_id = $1 AND action = 'mcp_server.authorize'`, c.TenantID).Scan(&audit); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(audit, "guarded") || strings.Contains(audit, "at-") || strings.Contains(audit, "rt-") {
+		t.Errorf("audit of the sign-in = %q, want it named, without the tokens", audit)
 	}
 
 	resolve := func() (events.ResolvedMCPServer, error) {

@@ -94,21 +94,26 @@ func (s *Store) ResolveMCPServer(ctx context.Context, tenant, project, slug stri
 }
 
 // SetMCPGrant seals g on the tenant's server with id (whichever scope it
-// is in), in place of any grant it had, and returns the server. The id,
-// not the slug, names the server a sign-in was started for: one deleted
-// and added again under the same slug does not take the grant.
+// is in), in place of any grant it had, audited as mcp_server.authorize,
+// and returns the server. The id, not the slug, names the server a sign-in
+// was started for: one deleted and added again under the same slug does
+// not take the grant.
 func (s *Store) SetMCPGrant(ctx context.Context, tenant, id string, g MCPGrant) (events.MCPServerDef, error) {
-	var d events.MCPServerDef
-	err := pgx.BeginFunc(ctx, s.DB, func(tx pgx.Tx) error {
+	var project, slug string
+	if err := s.DB.QueryRow(ctx, `SELECT project_id, slug FROM artifacts.mcp_servers WHERE tenant_id = $1 AND id::text = $2`,
+		tenant, id).Scan(&project, &slug); err != nil {
+		return events.MCPServerDef{}, mapErr(err)
+	}
+	_, err := s.change(ctx, tenant, mcpServerTarget("mcp_server.authorize", tenant, project, slug), func(tx pgx.Tx) error {
+		var transport string
 		var sealed *string
-		var err error
-		d, err = scanMCPServer(scanTail{tx.QueryRow(ctx, `SELECT `+mcpColumns+`, credential FROM artifacts.mcp_servers
-			WHERE tenant_id = $1 AND id::text = $2 FOR UPDATE`, tenant, id), &sealed})
+		err := tx.QueryRow(ctx, `SELECT transport, credential FROM artifacts.mcp_servers
+			WHERE tenant_id = $1 AND id::text = $2 FOR UPDATE`, tenant, id).Scan(&transport, &sealed)
 		if err != nil {
 			return err
 		}
-		if d.Transport != events.MCPHTTP {
-			return fmt.Errorf("%w: mcp server %s is not a remote server", ErrInvalid, d.Slug)
+		if transport != string(events.MCPHTTP) {
+			return fmt.Errorf("%w: mcp server %s is not a remote server", ErrInvalid, slug)
 		}
 		var sec mcpSecrets
 		if sealed != nil {
@@ -119,7 +124,10 @@ func (s *Store) SetMCPGrant(ctx context.Context, tenant, id string, g MCPGrant) 
 		sec.OAuth = &g
 		return s.updateMCPSecrets(ctx, tx, sec, tenant, id)
 	})
-	return d, mapErr(err)
+	if err != nil {
+		return events.MCPServerDef{}, err
+	}
+	return s.GetMCPServer(ctx, tenant, project, slug)
 }
 
 // updateMCPSecrets seals sec on the server row id, which tx holds locked.
