@@ -64,12 +64,12 @@ func (a *api) startMCPOAuth(ctx context.Context, t string, r events.MCPOAuthStar
 	if err != nil {
 		return out, err
 	}
+	if d.Transport != events.MCPHTTP {
+		return out, svc.Invalid("MCP server %s is a stdio server; only remote (http) servers sign in with OAuth", d.Slug)
+	}
 	if a.oauth == nil {
 		return out, svc.Errorf(http.StatusConflict, "public_url_unset",
 			"MCP sign-in needs the gateway's public URL for its callback: set %s on the artifacts service", EnvPublicURL)
-	}
-	if d.Transport != events.MCPHTTP {
-		return out, svc.Invalid("MCP server %s is a stdio server; only remote (http) servers sign in with OAuth", d.Slug)
 	}
 	challenge, err := a.oauth.Challenge(ctx, d.URL)
 	if err != nil {

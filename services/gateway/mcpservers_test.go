@@ -134,6 +134,10 @@ func TestMCPServersREST(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CLOPEN_PUBLIC_URL") {
 		t.Errorf("sign-in without a public URL = %v, want it to name CLOPEN_PUBLIC_URL", err)
 	}
+	_, err = mem.StartMCPOAuth(ctx, project, "local", api.MCPOAuthStart{})
+	wantStatus(t, "a plain member starts a sign-in to a project server", err, http.StatusForbidden)
+	_, err = adm.StartMCPOAuth(ctx, project, "local", api.MCPOAuthStart{})
+	wantStatus(t, "a sign-in to a stdio server", err, http.StatusBadRequest)
 	// A callback whose state is not Clopen's is a page saying so, with no key.
 	resp, err := http.Get(e.url + "/v1/mcp-oauth/callback?code=c&state=forged")
 	if err != nil {
