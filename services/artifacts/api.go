@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
 
 	"github.com/google/uuid"
@@ -154,8 +153,6 @@ func apiErr(err error) error {
 	switch {
 	case errors.As(err, &ae):
 		return ae
-	case errors.Is(err, mcpoauth.ErrNoPending):
-		return svc.Errorf(http.StatusBadRequest, "oauth_state", "%s", err.Error())
 	case errors.Is(err, store.ErrNotFound):
 		return svc.NotFound("%s", strings.TrimPrefix(err.Error(), "not found: "))
 	case errors.Is(err, store.ErrInvalid), errors.Is(err, skills.ErrInvalid):
