@@ -128,12 +128,19 @@ func runDev(ctx context.Context, args []string, getenv func(string) string, stdo
 		ln.Close()
 		return err
 	}
+	// One developer's machine: the browser signing in to an MCP server
+	// reaches the gateway where it listens.
+	publicURL := getenv(artifacts.EnvPublicURL)
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
 	keyFile := filepath.Join(dir, gateway.DevKeyFile)
 	gc := gateway.DefaultConfig()
 	gc.DevKeyFile = keyFile // the web app on this machine signs in as the dev user
 	st, err := stack.Start(ctx, stack.Config{Dir: dir, NATSPort: natsPort, DatabaseURL: dbURL, HTTP: ln, Logger: logger,
 		Engines: &setup, Worker: wc, Gateway: &gc, Bridge: &bc,
 		Artifacts: artifacts.Config{DataDir: dir, MasterKey: getenv("CLOPEN_MASTER_KEY"), RealHome: getenv("CLOPEN_ARTIFACTS_REAL_HOME"),
+			PublicURL: publicURL,
 			// One developer's machine: a provider may name a model server of its own.
 			Egress: egress.Policy{Allow: egress.ParseAllow(devProviderAllow + "," + getenv(artifacts.EnvProviderAllow))}}})
 	if err != nil {

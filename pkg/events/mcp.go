@@ -177,4 +177,39 @@ type ResolvedMCPServer struct {
 	MCPServerDef
 	Env     map[string]string `json:"env,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// NeedsAuth, when set, says why the server's OAuth grant no longer
+	// works (its refresh was refused): a person must authorize it again,
+	// and the bridge tells the run so instead of calling it.
+	NeedsAuth string `json:"needsAuth,omitempty"`
+}
+
+// Signing in to a remote MCP server that wants OAuth, under
+// svc.artifacts.mcp.oauth.<op>. Start runs discovery and registration and
+// keeps the pending sign-in; Complete is the callback's, which carries no
+// API key: the caller names only the tenant the signed state names, and
+// artifacts verifies the state before it trusts it.
+const (
+	OpMCPOAuthStart    = "mcp.oauth.start"
+	OpMCPOAuthComplete = "mcp.oauth.complete"
+)
+
+// MCPOAuthStart starts a sign-in to a server of the tenant or a project.
+// ClientID (and ClientSecret) name a client registered by hand with the
+// authorization server, for one that offers no dynamic registration.
+type MCPOAuthStart struct {
+	MCPServerRef
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+}
+
+// MCPOAuthStarted is where to send the user's browser.
+type MCPOAuthStarted struct {
+	AuthorizationURL string `json:"authorizationUrl"`
+}
+
+// MCPOAuthComplete is the callback's query (code, state, and iss or error
+// and error_description), for the tenant its state names.
+type MCPOAuthComplete struct {
+	Caller
+	Query map[string][]string `json:"query"`
 }

@@ -13,6 +13,7 @@ import (
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/egress"
+	"clopen.dev/pkg/platform/mcpoauth"
 	"clopen.dev/pkg/platform/svc"
 	"clopen.dev/services/artifacts/internal/seal"
 	"clopen.dev/services/artifacts/internal/skills"
@@ -26,6 +27,10 @@ type api struct {
 	st       *store.Store
 	realHome string
 	egress   egress.Policy
+	// oauth signs in to remote MCP servers at the callback redirect; nil
+	// without a public URL (newOAuth).
+	oauth    *mcpoauth.Client
+	redirect string
 }
 
 // dispatched are the operations that act for a run rather than for a
@@ -99,6 +104,8 @@ func (a *api) endpoints(s micro.Service, srv *svc.Server) error {
 		events.OpMCPServersPut:     svc.Handler(onInternal, guard(a.putMCPServer)),
 		events.OpMCPServersDelete:  svc.Handler(onInternal, guard(a.deleteMCPServer)),
 		events.OpMCPServersResolve: svc.Handler(onInternal, guard(a.resolveMCPServer)),
+		events.OpMCPOAuthStart:     svc.Handler(onInternal, guard(a.startMCPOAuth)),
+		events.OpMCPOAuthComplete:  svc.Handler(onInternal, guard(a.completeMCPOAuth)),
 
 		events.OpContent:  svc.Handler(onInternal, guard(a.content)),
 		events.OpExpand:   svc.Handler(onInternal, guard(a.expand)),
@@ -156,6 +163,9 @@ func apiErr(err error) error {
 		// Mid-rotation on a replica not yet given the new key: it
 		// answers once it has it, and nothing is sealed meanwhile.
 		return svc.Unavailable("%s", err.Error())
+	}
+	if ae, ok := oauthErr(err); ok {
+		return ae
 	}
 	return err
 }
@@ -365,5 +375,5 @@ func (a *api) resolveMCPServer(ctx context.Context, t string, r events.MCPServer
 		return events.ResolvedMCPServer{}, svc.Unauthorized("run %s of project %q may resolve its own project's MCP servers, not project %q's",
 			c.RunID, c.ProjectID, r.ProjectID)
 	}
-	return a.st.ResolveMCPServer(ctx, t, r.ProjectID, r.Slug)
+	return a.st.ResolveMCPServer(ctx, t, r.ProjectID, r.Slug, a.refresher())
 }

@@ -62,6 +62,10 @@ type Config struct {
 	// and the hosts of CLOPEN_PROVIDER_ALLOW over http or on private
 	// addresses.
 	Egress egress.Policy
+	// PublicURL is CLOPEN_PUBLIC_URL, the gateway's base URL as browsers
+	// reach it: sign-ins to remote MCP servers name its
+	// OAuthCallbackPath as their callback, and none starts without it.
+	PublicURL string
 	// Tokens are the public keys of the caller and the dispatch tokens
 	// (TokenKeys): the service serves nobody without them.
 	Tokens bustoken.Keys
@@ -79,7 +83,8 @@ const EnvProviderAllow = egress.EnvAllow
 func DefaultConfig() Config { return Config{Replicas: 1} }
 
 // ConfigFromEnv reads CLOPEN_DATA (default: a dir under the system temp
-// dir), CLOPEN_MASTER_KEY and CLOPEN_ARTIFACTS_REAL_HOME.
+// dir), CLOPEN_MASTER_KEY, CLOPEN_ARTIFACTS_REAL_HOME, CLOPEN_PROVIDER_ALLOW
+// and CLOPEN_PUBLIC_URL.
 func ConfigFromEnv(getenv func(string) string) Config {
 	cfg := DefaultConfig()
 	cfg.DataDir = getenv("CLOPEN_DATA")
@@ -91,6 +96,7 @@ func ConfigFromEnv(getenv func(string) string) Config {
 	cfg.RequireKey = true
 	cfg.RealHome = getenv("CLOPEN_ARTIFACTS_REAL_HOME")
 	cfg.Egress.Allow = egress.ParseAllow(getenv(EnvProviderAllow))
+	cfg.PublicURL = getenv(EnvPublicURL)
 	return cfg
 }
 
@@ -134,6 +140,10 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	a := &api{log: d.Logger, st: &store.Store{DB: d.DB, Keys: keys,
 		Docs: &store.Docs{Root: filepath.Join(cfg.DataDir, "artifacts"), Adoptable: adoptable(cfg.RealHome)}},
 		realHome: cfg.RealHome, egress: cfg.Egress}
+	if a.oauth, err = newOAuth(cfg, key, a.st); err != nil {
+		return fmt.Errorf("artifacts: %w", err)
+	}
+	a.redirect = strings.TrimSuffix(cfg.PublicURL, "/") + OAuthCallbackPath
 	a.st.OnChange = func(ctx context.Context, tenant string, rev int64) { a.publish(ctx, kv, tenant, rev) }
 	// A fresh bucket (a new NATS, a lost volume) learns every revision again.
 	if revs, err := a.st.Revisions(ctx); err == nil {

@@ -218,7 +218,7 @@ func TestMCPServerSecretsRotate(t *testing.T) {
 		t.Fatalf("RotateKey = %d, %v; want both servers re-sealed", n, err)
 	}
 	st := &store.Store{DB: e.db, Keys: seal.Ring(next), Docs: &store.Docs{Root: e.dataDir}}
-	got, err := st.ResolveMCPServer(ctx, c.TenantID, "", "two")
+	got, err := st.ResolveMCPServer(ctx, c.TenantID, "", "two", nil)
 	if err != nil || got.Env["TOKEN"] != "two-secret" {
 		t.Fatalf("after rotation = %+v, %v", got, err)
 	}
@@ -226,7 +226,7 @@ func TestMCPServerSecretsRotate(t *testing.T) {
 		WHERE tenant_id = $1 AND slug = 'one') WHERE tenant_id = $1 AND slug = 'two'`, c.TenantID); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := st.ResolveMCPServer(ctx, c.TenantID, "", "two"); err == nil {
+	if got, err := st.ResolveMCPServer(ctx, c.TenantID, "", "two", nil); err == nil {
 		t.Errorf("a copied envelope opened: %+v", got)
 	}
 }

@@ -124,6 +124,29 @@ func TestMCPServersREST(t *testing.T) {
 	wantStatus(t, "tenant B probes A's project's server", err, http.StatusNotFound)
 	_, err = adm.ProbeMCPServer(ctx, global, "docs")
 	wantStatus(t, "a probe with no bridge running", err, http.StatusServiceUnavailable)
+	// Signing in takes the same right, and a public URL for its callback.
+	_, err = mem.StartMCPOAuth(ctx, global, "docs", api.MCPOAuthStart{})
+	wantStatus(t, "a member starts a sign-in to a tenant server", err, http.StatusForbidden)
+	_, err = bc.StartMCPOAuth(ctx, global, "docs", api.MCPOAuthStart{})
+	wantStatus(t, "tenant B starts a sign-in to A's server", err, http.StatusNotFound)
+	_, err = adm.StartMCPOAuth(ctx, global, "docs", api.MCPOAuthStart{})
+	wantStatus(t, "a sign-in without CLOPEN_PUBLIC_URL", err, http.StatusConflict)
+	if err == nil || !strings.Contains(err.Error(), "CLOPEN_PUBLIC_URL") {
+		t.Errorf("sign-in without a public URL = %v, want it to name CLOPEN_PUBLIC_URL", err)
+	}
+	_, err = mem.StartMCPOAuth(ctx, project, "local", api.MCPOAuthStart{})
+	wantStatus(t, "a plain member starts a sign-in to a project server", err, http.StatusForbidden)
+	_, err = adm.StartMCPOAuth(ctx, project, "local", api.MCPOAuthStart{})
+	wantStatus(t, "a sign-in to a stdio server", err, http.StatusBadRequest)
+	// A callback whose state is not Clopen's is a page saying so, with no key.
+	resp, err := http.Get(e.url + "/v1/mcp-oauth/callback?code=c&state=forged")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/html") {
+		t.Errorf("callback with a forged state = %d %s, want a 400 page", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
 
 	if err := adm.DeleteMCPServer(ctx, project, "local"); err != nil {
 		t.Fatal(err)

@@ -42,7 +42,7 @@ func (s Server) LogValue() slog.Value { return slog.StringValue(s.String()) }
 // Config is what a Client needs from its caller.
 type Config struct {
 	// RedirectURL is the callback the authorization server sends the user
-	// back to: the gateway's GET /v1/mcp/oauth/callback as seen from the
+	// back to: the gateway's GET /v1/mcp-oauth/callback as seen from the
 	// user's browser. Required.
 	RedirectURL string
 	// StateKey signs the state parameter; at least 32 random bytes, the
@@ -182,6 +182,33 @@ func (c *Client) Discover(ctx context.Context, serverURL, challenge string) (Ser
 		out.Scopes = sm.ScopesSupported
 	}
 	return out, nil
+}
+
+// initialize is the MCP request Challenge sends: the first one any client
+// sends, which a protected server refuses without a token.
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",` +
+	`"capabilities":{},"clientInfo":{"name":"clopen","version":"1"}}}`
+
+// Challenge sends the MCP server at serverURL an initialize request without
+// credentials and returns the WWW-Authenticate header of its answer ("" when
+// it names none, or does not refuse), for Discover. The URL is held to
+// Endpoints like every other. Errors wrap ErrMetadata or ErrUnreachable.
+func (c *Client) Challenge(ctx context.Context, serverURL string) (string, error) {
+	if _, err := c.cfg.Endpoints.Check("server url", serverURL); err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, serverURL, strings.NewReader(initialize))
+	if err != nil {
+		return "", fmt.Errorf("%w: server url: %v", ErrMetadata, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("POST %s: %w: %v", req.URL.Redacted(), ErrUnreachable, err)
+	}
+	resp.Body.Close()
+	return resp.Header.Get("WWW-Authenticate"), nil
 }
 
 // firstDocument fetches the URLs in order and parses the first one

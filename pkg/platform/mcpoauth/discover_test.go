@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"clopen.dev/pkg/platform/mcpoauth/authserver"
 )
 
 func TestDiscoverLocations(t *testing.T) {
@@ -15,34 +17,34 @@ func TestDiscoverLocations(t *testing.T) {
 		name      string
 		asPath    string
 		oidcOnly  bool
-		challenge func(*mcpServer) string
+		challenge func(*authserver.MCPServer) string
 		moveDoc   bool // serve resource metadata only at the root well-known URL
 	}{
 		{name: "header names the metadata"},
-		{name: "bare challenge, path-inserted well-known", challenge: func(*mcpServer) string { return "Bearer" }},
-		{name: "no challenge, root well-known", challenge: func(*mcpServer) string { return "" }, moveDoc: true},
+		{name: "bare challenge, path-inserted well-known", challenge: func(*authserver.MCPServer) string { return "Bearer" }},
+		{name: "no challenge, root well-known", challenge: func(*authserver.MCPServer) string { return "" }, moveDoc: true},
 		{name: "issuer with a path", asPath: "/tenant1"},
 		{name: "OpenID configuration only", oidcOnly: true},
 		{name: "OpenID configuration of an issuer with a path", asPath: "/tenant1", oidcOnly: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			as := newAuthServer(t, tt.asPath)
-			as.oidcOnly = tt.oidcOnly
-			m := newMCPServer(t, as)
-			m.challenge = tt.challenge
+			as := authserver.NewAuthServer(t, tt.asPath)
+			as.OIDCOnly = tt.oidcOnly
+			m := authserver.NewMCPServer(t, as, nil)
+			m.Challenge = tt.challenge
 			if tt.moveDoc {
 				moveResourceDocToRoot(t, m)
 			}
-			resp := m.call(t, "")
-			srv, err := newClient(t, nil).Discover(context.Background(), m.url(), resp.Header.Get("WWW-Authenticate"))
+			resp := m.Call(t, "")
+			srv, err := newClient(t, nil).Discover(context.Background(), m.URL(), resp.Header.Get("WWW-Authenticate"))
 			if err != nil {
 				t.Fatalf("Discover: %v", err)
 			}
 			want := Server{
-				Resource: m.url(), Issuer: as.issuer(),
-				AuthorizationEndpoint: as.srv.URL + "/authorize", TokenEndpoint: as.srv.URL + "/token",
-				RegistrationEndpoint: as.srv.URL + "/register", Scopes: []string{"mcp:tools"},
+				Resource: m.URL(), Issuer: as.Issuer(),
+				AuthorizationEndpoint: as.Srv.URL + "/authorize", TokenEndpoint: as.Srv.URL + "/token",
+				RegistrationEndpoint: as.Srv.URL + "/register", Scopes: []string{"mcp:tools"},
 			}
 			if srv.String() != want.String() {
 				t.Errorf("Discover = %v, want %v", srv, want)
@@ -53,10 +55,10 @@ func TestDiscoverLocations(t *testing.T) {
 
 // moveResourceDocToRoot replaces m's server with one that serves the
 // protected-resource metadata only at /.well-known/oauth-protected-resource.
-func moveResourceDocToRoot(t *testing.T, m *mcpServer) {
+func moveResourceDocToRoot(t *testing.T, m *authserver.MCPServer) {
 	t.Helper()
-	old := m.srv.Config.Handler
-	m.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	old := m.Srv.Config.Handler
+	m.Srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/.well-known/oauth-protected-resource/mcp":
 			http.NotFound(w, r)
@@ -75,7 +77,7 @@ func TestDiscoverRefusesHostileMetadata(t *testing.T) {
 	tests := []struct {
 		name     string
 		meta     func(map[string]any)
-		resource func(m *mcpServer, doc map[string]any)
+		resource func(m *authserver.MCPServer, doc map[string]any)
 		allow    func(string) bool
 		want     string // in the error: the rule that refused
 	}{
@@ -88,30 +90,30 @@ func TestDiscoverRefusesHostileMetadata(t *testing.T) {
 		{name: "plain PKCE only", want: `S256`, meta: func(m map[string]any) { m["code_challenge_methods_supported"] = []string{"plain"} }},
 		{name: "PKCE not advertised", want: `S256`, meta: func(m map[string]any) { delete(m, "code_challenge_methods_supported") }},
 		{name: "no code response type", want: `response type`, meta: func(m map[string]any) { m["response_types_supported"] = []string{"token"} }},
-		{name: "resource of another origin", want: `does not cover`, resource: func(_ *mcpServer, d map[string]any) { d["resource"] = "https://other.example/mcp" }},
-		{name: "resource of another path", want: `does not cover`, resource: func(m *mcpServer, d map[string]any) { d["resource"] = m.srv.URL + "/other" }},
-		{name: "resource as a bare prefix", want: `does not cover`, resource: func(m *mcpServer, d map[string]any) { d["resource"] = m.srv.URL + "/mc" }},
-		{name: "no authorization server", want: `no authorization server`, resource: func(_ *mcpServer, d map[string]any) { delete(d, "authorization_servers") }},
-		{name: "authorization server over http on a public host", want: `authorization server "http`, resource: func(_ *mcpServer, d map[string]any) {
+		{name: "resource of another origin", want: `does not cover`, resource: func(_ *authserver.MCPServer, d map[string]any) { d["resource"] = "https://other.example/mcp" }},
+		{name: "resource of another path", want: `does not cover`, resource: func(m *authserver.MCPServer, d map[string]any) { d["resource"] = m.Srv.URL + "/other" }},
+		{name: "resource as a bare prefix", want: `does not cover`, resource: func(m *authserver.MCPServer, d map[string]any) { d["resource"] = m.Srv.URL + "/mc" }},
+		{name: "no authorization server", want: `no authorization server`, resource: func(_ *authserver.MCPServer, d map[string]any) { delete(d, "authorization_servers") }},
+		{name: "authorization server over http on a public host", want: `authorization server "http`, resource: func(_ *authserver.MCPServer, d map[string]any) {
 			d["authorization_servers"] = []string{"http://auth.example.com"}
 		}},
 		{name: "loopback http not allowed by the operator", want: `plain http`, allow: func(string) bool { return false }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			as := newAuthServer(t, "")
-			as.meta = tt.meta
-			m := newMCPServer(t, as)
+			as := authserver.NewAuthServer(t, "")
+			as.Meta = tt.meta
+			m := authserver.NewMCPServer(t, as, nil)
 			if tt.resource != nil {
-				m.resourceDoc = func(d map[string]any) { tt.resource(m, d) }
+				m.ResourceDoc = func(d map[string]any) { tt.resource(m, d) }
 			}
 			allow := loopbackOK
 			if tt.allow != nil {
 				allow = tt.allow
 			}
 			c := newClient(t, func(cfg *Config) { cfg.Endpoints.Allow = allow })
-			resp := m.call(t, "")
-			srv, err := c.Discover(context.Background(), m.url(), resp.Header.Get("WWW-Authenticate"))
+			resp := m.Call(t, "")
+			srv, err := c.Discover(context.Background(), m.URL(), resp.Header.Get("WWW-Authenticate"))
 			if !errors.Is(err, ErrMetadata) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Discover = %v, %v; want ErrMetadata saying %q", srv, err, tt.want)
 			}
@@ -122,18 +124,18 @@ func TestDiscoverRefusesHostileMetadata(t *testing.T) {
 // A metadata URL that redirects to plain http on a public host is not
 // followed.
 func TestDiscoverRefusesRedirectToHTTP(t *testing.T) {
-	as := newAuthServer(t, "")
-	m := newMCPServer(t, as)
-	old := m.srv.Config.Handler
-	m.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	as := authserver.NewAuthServer(t, "")
+	m := authserver.NewMCPServer(t, as, nil)
+	old := m.Srv.Config.Handler
+	m.Srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/.well-known/oauth-protected-resource/mcp" {
 			http.Redirect(w, r, "http://metadata.example.com/latest", http.StatusFound)
 			return
 		}
 		old.ServeHTTP(w, r)
 	})
-	resp := m.call(t, "")
-	_, err := newClient(t, nil).Discover(context.Background(), m.url(), resp.Header.Get("WWW-Authenticate"))
+	resp := m.Call(t, "")
+	_, err := newClient(t, nil).Discover(context.Background(), m.URL(), resp.Header.Get("WWW-Authenticate"))
 	if !errors.Is(err, ErrMetadata) {
 		t.Fatalf("Discover through a redirect to http: err = %v, want ErrMetadata", err)
 	}

@@ -8,21 +8,25 @@
 // It stores nothing itself: the caller keeps Server and Token sealed with
 // the tenant's server row, and backs PendingStore (MemPending is the
 // in-memory one; mcpoauthtest.RunPendingStore is the suite a durable one
-// must pass). A Client is safe for concurrent use; every replica that
+// must pass; authserver is an authorization server and a protected MCP
+// endpoint for tests). A Client is safe for concurrent use; every replica that
 // may serve the callback needs the same StateKey and PendingStore.
 //
 // Connecting a server (an admin of the tenant asks, through the gateway):
 //
-//	srv, err := c.Discover(ctx, serverURL, resp.Header.Get("WWW-Authenticate"))
+//	challenge, err := c.Challenge(ctx, serverURL)   // its 401's WWW-Authenticate
+//	srv, err := c.Discover(ctx, serverURL, challenge)
 //	srv, err = c.Register(ctx, srv)        // ErrNoRegistration: set srv.ClientID/ClientSecret from config
 //	authURL, err := c.Start(ctx, tenant, slug, srv)
 //	// answer authURL; the UI opens it and polls the server's status
 //
-// The gateway's stable callback route, GET /v1/mcp/oauth/callback (the
-// Config.RedirectURL every registration names), is served to the signed-in
-// user the authorization server redirects back:
+// The gateway's stable callback route, GET /v1/mcp-oauth/callback (the
+// Config.RedirectURL every registration names), is served to the browser
+// the authorization server redirects back. It carries no API key: the
+// signed state is the authority, and StateTenant names the tenant whose
+// service completes it:
 //
-//	g, err := c.Complete(ctx, callerTenant, r.URL.Query())
+//	g, err := c.Complete(ctx, tenant, r.URL.Query())
 //	// store g.Server and g.Token sealed on (g.Tenant, g.Slug); ErrState → 400,
 //	// ErrDenied → show the server's refusal, ErrNeedsAuth → start again,
 //	// ErrUnreachable → retry

@@ -10,9 +10,11 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"clopen.dev/pkg/platform/mcpoauth/authserver"
 )
 
-const testRedirect = "https://clopen.example/v1/mcp/oauth/callback"
+const testRedirect = "https://clopen.example/v1/mcp-oauth/callback"
 
 func loopbackOK(string) bool { return true }
 
@@ -34,37 +36,27 @@ func newClient(t *testing.T, edit func(*Config)) *Client {
 	return c
 }
 
-// consent plays the user: it opens authURL, which the test authorization
-// server answers with a redirect to the callback, and returns the
-// callback's query.
+// consent plays the user and returns the callback's query, checking the
+// callback is the configured one.
 func consent(t *testing.T, authURL string) url.Values {
 	t.Helper()
-	hc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := hc.Get(authURL)
-	if err != nil {
-		t.Fatalf("open authorization url: %v", err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusFound {
-		t.Fatalf("authorization answered %d, want 302", resp.StatusCode)
-	}
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if err != nil || !strings.HasPrefix(loc.String(), testRedirect+"?") {
-		t.Fatalf("redirected to %q, want the callback %s", resp.Header.Get("Location"), testRedirect)
+	loc := authserver.Consent(t, authURL)
+	if !strings.HasPrefix(loc.String(), testRedirect+"?") {
+		t.Fatalf("redirected to %q, want the callback %s", loc, testRedirect)
 	}
 	return loc.Query()
 }
 
 // connect runs discovery, registration and Start for tenant against m, and
 // returns the authorization URL.
-func connect(t *testing.T, c *Client, m *mcpServer, tenant string) string {
+func connect(t *testing.T, c *Client, m *authserver.MCPServer, tenant string) string {
 	t.Helper()
 	ctx := context.Background()
-	resp := m.call(t, "")
+	resp := m.Call(t, "")
 	if resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("unauthenticated call answered %d, want 401", resp.StatusCode)
 	}
-	srv, err := c.Discover(ctx, m.url(), resp.Header.Get("WWW-Authenticate"))
+	srv, err := c.Discover(ctx, m.URL(), resp.Header.Get("WWW-Authenticate"))
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
@@ -79,8 +71,8 @@ func connect(t *testing.T, c *Client, m *mcpServer, tenant string) string {
 }
 
 func TestFullFlow(t *testing.T) {
-	as := newAuthServer(t, "")
-	m := newMCPServer(t, as)
+	as := authserver.NewAuthServer(t, "")
+	m := authserver.NewMCPServer(t, as, nil)
 	c := newClient(t, nil)
 	ctx := context.Background()
 
@@ -88,7 +80,7 @@ func TestFullFlow(t *testing.T) {
 	q, _ := url.Parse(authURL)
 	for k, want := range map[string]string{
 		"code_challenge_method": "S256",
-		"resource":              m.url(),
+		"resource":              m.URL(),
 		"scope":                 "mcp:tools",
 		"redirect_uri":          testRedirect,
 	} {
@@ -96,7 +88,7 @@ func TestFullFlow(t *testing.T) {
 			t.Errorf("authorization url %s = %q, want %q", k, got, want)
 		}
 	}
-	if !strings.HasPrefix(authURL, as.srv.URL+"/authorize?") {
+	if !strings.HasPrefix(authURL, as.Srv.URL+"/authorize?") {
 		t.Errorf("authorization url %s is not the server's authorization endpoint", authURL)
 	}
 
@@ -108,7 +100,7 @@ func TestFullFlow(t *testing.T) {
 	if g.Tenant != "tenant-a" || g.Slug != "docs" || g.Server.ClientID == "" {
 		t.Errorf("grant = %+v, want tenant-a/docs with a client", g)
 	}
-	if resp := m.call(t, g.Token.Header()); resp.StatusCode != http.StatusOK {
+	if resp := m.Call(t, g.Token.Header()); resp.StatusCode != http.StatusOK {
 		t.Errorf("authenticated call answered %d, want 200", resp.StatusCode)
 	}
 	if _, err := c.Complete(ctx, "tenant-a", cb); !errors.Is(err, ErrState) {
@@ -119,8 +111,8 @@ func TestFullFlow(t *testing.T) {
 // The authorization server checks the PKCE verifier: a callback whose
 // pending record holds another verifier gets its code refused.
 func TestWrongVerifierRefused(t *testing.T) {
-	as := newAuthServer(t, "")
-	m := newMCPServer(t, as)
+	as := authserver.NewAuthServer(t, "")
+	m := authserver.NewMCPServer(t, as, nil)
 	store := &swapVerifier{}
 	c := newClient(t, func(cfg *Config) { cfg.Pending = store })
 
@@ -140,7 +132,7 @@ func (s *swapVerifier) Take(ctx context.Context, nonce string) (Pending, error) 
 }
 
 // grant completes a flow for tenant-a and returns the grant.
-func grant(t *testing.T, c *Client, m *mcpServer) Grant {
+func grant(t *testing.T, c *Client, m *authserver.MCPServer) Grant {
 	t.Helper()
 	g, err := c.Complete(context.Background(), "tenant-a", consent(t, connect(t, c, m, "tenant-a")))
 	if err != nil {
@@ -151,26 +143,26 @@ func grant(t *testing.T, c *Client, m *mcpServer) Grant {
 
 func TestFreshToken(t *testing.T) {
 	ctx := context.Background()
-	as := newAuthServer(t, "")
-	m := newMCPServer(t, as)
+	as := authserver.NewAuthServer(t, "")
+	m := authserver.NewMCPServer(t, as, nil)
 	c := newClient(t, nil)
 
 	g := grant(t, c, m)
 	tok, changed, err := c.FreshToken(ctx, g.Server, g.Token)
-	if err != nil || changed || tok.AccessToken != g.Token.AccessToken || as.refreshes != 0 {
-		t.Fatalf("FreshToken of a token valid for an hour = %v, %v, %v after %d refreshes; want it unchanged and no refresh", tok, changed, err, as.refreshes)
+	if err != nil || changed || tok.AccessToken != g.Token.AccessToken || as.Refreshes() != 0 {
+		t.Fatalf("FreshToken of a token valid for an hour = %v, %v, %v after %d refreshes; want it unchanged and no refresh", tok, changed, err, as.Refreshes())
 	}
 
-	as.ttl = time.Minute // inside the 2-minute margin
+	as.TTL = time.Minute // inside the 2-minute margin
 	g = grant(t, c, m)
 	tok, changed, err = c.FreshToken(ctx, g.Server, g.Token)
-	if err != nil || !changed || tok.AccessToken == g.Token.AccessToken || as.refreshes != 1 {
-		t.Fatalf("FreshToken of a token expiring in a minute = %v, %v, %v after %d refreshes; want a new token", tok, changed, err, as.refreshes)
+	if err != nil || !changed || tok.AccessToken == g.Token.AccessToken || as.Refreshes() != 1 {
+		t.Fatalf("FreshToken of a token expiring in a minute = %v, %v, %v after %d refreshes; want a new token", tok, changed, err, as.Refreshes())
 	}
 	if tok.RefreshToken == g.Token.RefreshToken || tok.RefreshToken == "" {
 		t.Errorf("refresh token not rotated: %v", tok)
 	}
-	if resp := m.call(t, tok.Header()); resp.StatusCode != http.StatusOK {
+	if resp := m.Call(t, tok.Header()); resp.StatusCode != http.StatusOK {
 		t.Errorf("call with the refreshed token answered %d, want 200", resp.StatusCode)
 	}
 
@@ -178,12 +170,12 @@ func TestFreshToken(t *testing.T) {
 	if _, _, err := c.FreshToken(ctx, g.Server, g.Token); !errors.Is(err, ErrNeedsAuth) {
 		t.Errorf("FreshToken with a used refresh token: err = %v, want ErrNeedsAuth", err)
 	}
-	as.failTokens(http.StatusBadGateway)
+	as.FailTokens(http.StatusBadGateway)
 	if _, _, err := c.FreshToken(ctx, g.Server, tok); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("FreshToken with the token endpoint failing: err = %v, want ErrUnreachable", err)
 	}
-	as.failTokens(0)
-	as.revokeRefresh()
+	as.FailTokens(0)
+	as.RevokeRefresh()
 	if _, _, err := c.FreshToken(ctx, g.Server, tok); !errors.Is(err, ErrNeedsAuth) {
 		t.Errorf("FreshToken after revocation: err = %v, want ErrNeedsAuth", err)
 	}
@@ -193,7 +185,7 @@ func TestFreshToken(t *testing.T) {
 		t.Errorf("FreshToken without a refresh token: err = %v, want ErrNeedsAuth", err)
 	}
 
-	as.srv.Close()
+	as.Srv.Close()
 	if _, _, err := c.FreshToken(ctx, g.Server, tok); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("FreshToken with the server down: err = %v, want ErrUnreachable", err)
 	}
@@ -203,13 +195,13 @@ func TestFreshToken(t *testing.T) {
 // configured, confidential here: the code is redeemed with its secret.
 func TestConfiguredClient(t *testing.T) {
 	ctx := context.Background()
-	as := newAuthServer(t, "")
-	as.meta = func(m map[string]any) { delete(m, "registration_endpoint") }
-	as.addClient("configured", "s3cret", testRedirect)
-	m := newMCPServer(t, as)
+	as := authserver.NewAuthServer(t, "")
+	as.Meta = func(m map[string]any) { delete(m, "registration_endpoint") }
+	as.AddClient("configured", "s3cret", testRedirect)
+	m := authserver.NewMCPServer(t, as, nil)
 	c := newClient(t, nil)
 
-	srv, err := c.Discover(ctx, m.url(), m.call(t, "").Header.Get("WWW-Authenticate"))
+	srv, err := c.Discover(ctx, m.URL(), m.Call(t, "").Header.Get("WWW-Authenticate"))
 	if err != nil {
 		t.Fatalf("Discover: %v", err)
 	}
@@ -232,7 +224,7 @@ func TestConfiguredClient(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if resp := m.call(t, g.Token.Header()); resp.StatusCode != http.StatusOK {
+	if resp := m.Call(t, g.Token.Header()); resp.StatusCode != http.StatusOK {
 		t.Errorf("authenticated call answered %d, want 200", resp.StatusCode)
 	}
 }
@@ -240,27 +232,26 @@ func TestConfiguredClient(t *testing.T) {
 // A server that publishes no protected-resource metadata is authorized by
 // the server at its own origin.
 func TestDiscoverWithoutResourceMetadata(t *testing.T) {
-	as := newAuthServer(t, "")
-	m := &mcpServer{as: as, srv: as.srv}
-	m.routes(as.mux)
-	m.challenge = func(*mcpServer) string { return "Bearer" }
+	as := authserver.NewAuthServer(t, "")
+	m := authserver.OnAuthServer(as)
+	m.Challenge = func(*authserver.MCPServer) string { return "Bearer" }
 	c := newClient(t, nil)
 	g, err := c.Complete(context.Background(), "tenant-a", consent(t, connect(t, c, m, "tenant-a")))
 	if err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	if g.Server.Issuer != as.srv.URL {
-		t.Errorf("issuer = %q, want the server's origin %q", g.Server.Issuer, as.srv.URL)
+	if g.Server.Issuer != as.Srv.URL {
+		t.Errorf("issuer = %q, want the server's origin %q", g.Server.Issuer, as.Srv.URL)
 	}
-	if resp := m.call(t, g.Token.Header()); resp.StatusCode != http.StatusOK {
+	if resp := m.Call(t, g.Token.Header()); resp.StatusCode != http.StatusOK {
 		t.Errorf("authenticated call answered %d, want 200", resp.StatusCode)
 	}
 }
 
 // Of two callbacks racing with one state, exactly one redeems the code.
 func TestCompleteOnce(t *testing.T) {
-	as := newAuthServer(t, "")
-	m := newMCPServer(t, as)
+	as := authserver.NewAuthServer(t, "")
+	m := authserver.NewMCPServer(t, as, nil)
 	c := newClient(t, nil)
 	cb := consent(t, connect(t, c, m, "tenant-a"))
 	errs := make(chan error, 2)
@@ -273,5 +264,26 @@ func TestCompleteOnce(t *testing.T) {
 	first, second := <-errs, <-errs
 	if (first == nil) == (second == nil) || !errors.Is(errors.Join(first, second), ErrState) {
 		t.Fatalf("two racing callbacks: %v and %v; want one success and one ErrState", first, second)
+	}
+}
+
+// Challenge finds the server's Bearer challenge, and StateTenant reads the
+// tenant a started authorization's state names.
+func TestChallengeAndStateTenant(t *testing.T) {
+	as := authserver.NewAuthServer(t, "")
+	m := authserver.NewMCPServer(t, as, nil)
+	c := newClient(t, nil)
+	ch, err := c.Challenge(context.Background(), m.URL())
+	if err != nil || !strings.Contains(ch, "resource_metadata=") {
+		t.Fatalf("Challenge = %q, %v; want the resource_metadata challenge", ch, err)
+	}
+	u, _ := url.Parse(connect(t, c, m, "tenant-a"))
+	if got, err := StateTenant(u.Query().Get("state")); got != "tenant-a" || err != nil {
+		t.Errorf("StateTenant = %q, %v; want tenant-a", got, err)
+	}
+	for _, bad := range []string{"", "no-dot", "!!.x", "e30.sig"} {
+		if _, err := StateTenant(bad); !errors.Is(err, ErrState) {
+			t.Errorf("StateTenant(%q): err = %v, want ErrState", bad, err)
+		}
 	}
 }

@@ -138,3 +138,26 @@ func FuzzVerifyState(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStateTenant: the callback's routing read of a state never panics,
+// names a tenant whenever it succeeds, and agrees with verifyState on every
+// state that verifies.
+func FuzzStateTenant(f *testing.F) {
+	key := []byte("0123456789abcdef0123456789abcdef")
+	now := time.Unix(1_800_000_000, 0)
+	f.Add(signState(key, stateClaims{Tenant: "t", Slug: "s", Nonce: "n", Expires: now.Unix() + 60}))
+	f.Add("e30.")
+	f.Add("eyJ0IjoiIn0.x")
+	f.Fuzz(func(t *testing.T, state string) {
+		tenant, err := StateTenant(state)
+		if err != nil {
+			return
+		}
+		if tenant == "" {
+			t.Fatalf("StateTenant(%q) named no tenant and no error", state)
+		}
+		if c, err := verifyState(key, state, tenant, now); err == nil && c.Tenant != tenant {
+			t.Fatalf("StateTenant = %q, verifyState = %q", tenant, c.Tenant)
+		}
+	})
+}

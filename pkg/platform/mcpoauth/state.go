@@ -72,3 +72,20 @@ func verifyState(key []byte, state, tenant string, now time.Time) (stateClaims, 
 	}
 	return c, nil
 }
+
+// StateTenant is the tenant a callback's state names, read without checking
+// its signature or expiry: for routing the callback to the tenant's
+// service, which then verifies the state in Complete. It errs on a state
+// that is not one this package signs.
+func StateTenant(state string) (string, error) {
+	p, _, ok := strings.Cut(state, ".")
+	if !ok || strings.Trim(state, stateAlphabet) != "" {
+		return "", fmt.Errorf("%w: malformed", ErrState)
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(p)
+	var c stateClaims
+	if err != nil || json.Unmarshal(payload, &c) != nil || c.Tenant == "" {
+		return "", fmt.Errorf("%w: malformed payload", ErrState)
+	}
+	return c.Tenant, nil
+}

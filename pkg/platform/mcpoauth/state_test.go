@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"clopen.dev/pkg/platform/mcpoauth/authserver"
 )
 
 // Each forged, expired or misplaced callback is refused with ErrState, and
@@ -39,8 +41,8 @@ func TestCompleteRefusesState(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			as := newAuthServer(t, "")
-			m := newMCPServer(t, as)
+			as := authserver.NewAuthServer(t, "")
+			m := authserver.NewMCPServer(t, as, nil)
 			now := time.Now()
 			c := newClient(t, func(cfg *Config) { cfg.Now = func() time.Time { return now } })
 			cb := consent(t, connect(t, c, m, "tenant-a"))
@@ -90,8 +92,8 @@ func rewriteState(t *testing.T, state string, edit func(*stateClaims)) string {
 }
 
 func TestCompleteDenied(t *testing.T) {
-	as := newAuthServer(t, "")
-	m := newMCPServer(t, as)
+	as := authserver.NewAuthServer(t, "")
+	m := authserver.NewMCPServer(t, as, nil)
 	c := newClient(t, nil)
 	cb := consent(t, connect(t, c, m, "tenant-a"))
 	cb.Del("code")
@@ -107,7 +109,7 @@ func TestNewRefusesConfig(t *testing.T) {
 		name string
 		edit func(*Config)
 	}{
-		{name: "relative redirect", edit: func(c *Config) { c.RedirectURL = "/v1/mcp/oauth/callback" }},
+		{name: "relative redirect", edit: func(c *Config) { c.RedirectURL = "/v1/mcp-oauth/callback" }},
 		{name: "short key", edit: func(c *Config) { c.StateKey = make([]byte, 16) }},
 		{name: "no store", edit: func(c *Config) { c.Pending = nil }},
 	}

@@ -145,6 +145,15 @@ type MCPServers struct {
 	MCPServers []events.MCPServerDef `json:"mcpServers"`
 }
 
+// MCPOAuthStart starts signing in to a remote MCP server that wants OAuth.
+// Both fields are for an authorization server without dynamic client
+// registration: a client registered there by hand with Clopen's callback as
+// its redirect URI. The secret is sealed with the grant, never returned.
+type MCPOAuthStart struct {
+	ClientID     string `json:"clientId,omitempty"`
+	ClientSecret string `json:"clientSecret,omitempty"`
+}
+
 // MCPServerInput creates (POST) or replaces (PUT .../{slug}) an external
 // MCP server. Env (stdio) and headers (http) are write-only: they are
 // sealed, and read back as their names alone. On a replace, env or

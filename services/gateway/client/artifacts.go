@@ -245,6 +245,12 @@ func (c *Client) DeleteMCPServer(ctx context.Context, l Layer, slug string) erro
 	return c.do(ctx, http.MethodDelete, l.path("mcp-servers")+p("/", slug), nil, nil, nil)
 }
 
+// StartMCPOAuth starts signing in to a remote MCP server that wants OAuth
+// and returns the URL to open in the user's browser.
+func (c *Client) StartMCPOAuth(ctx context.Context, l Layer, slug string, in api.MCPOAuthStart) (events.MCPOAuthStarted, error) {
+	return send[events.MCPOAuthStarted](ctx, c, http.MethodPost, l.path("mcp-servers")+p("/", slug, "/oauth"), in)
+}
+
 // ProbeMCPServer asks the bridge to check an MCP server as a run reaches it.
 func (c *Client) ProbeMCPServer(ctx context.Context, l Layer, slug string) (events.MCPServerStatus, error) {
 	return send[events.MCPServerStatus](ctx, c, http.MethodPost, l.path("mcp-servers")+p("/", slug, "/probe"), nil)

@@ -12,6 +12,7 @@ package seal
 import (
 	"crypto/aes"
 	"crypto/cipher"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -39,6 +40,9 @@ var (
 type Key struct {
 	aead cipher.AEAD
 	fp   string
+	// sub is the root of the keys Derive returns, so the master key itself
+	// is kept only inside the cipher.
+	sub []byte
 }
 
 // NewKey returns the key for 32 raw bytes.
@@ -55,7 +59,18 @@ func NewKey(raw []byte) (*Key, error) {
 		return nil, err
 	}
 	sum := sha256.Sum256(raw)
-	return &Key{aead: aead, fp: hex.EncodeToString(sum[:4])}, nil
+	return &Key{aead: aead, fp: hex.EncodeToString(sum[:4]), sub: mac(raw, "clopen seal derive v1")}, nil
+}
+
+// Derive returns a 32-byte key for one purpose, named by label: the same
+// on every replica that holds this master key, independent of the key's
+// other uses and of other labels.
+func (k *Key) Derive(label string) []byte { return mac(k.sub, label) }
+
+func mac(key []byte, label string) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(label))
+	return m.Sum(nil)
 }
 
 // ParseKey decodes a key written as base64 (standard or URL, padded or

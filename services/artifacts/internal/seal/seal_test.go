@@ -1,6 +1,7 @@
 package seal
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
@@ -68,5 +69,22 @@ func TestLoadGeneratesA0600KeyFile(t *testing.T) {
 	}
 	if _, err := Load("nope", dir); err == nil {
 		t.Error("bad env key accepted")
+	}
+}
+
+// Derive is stable for one master key and label, and differs by either.
+func TestDerive(t *testing.T) {
+	k1, text, err := Generate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := ParseKey(text)
+	k2, _, _ := Generate()
+	a := k1.Derive("mcp oauth state")
+	if len(a) != 32 || !bytes.Equal(a, again.Derive("mcp oauth state")) {
+		t.Errorf("Derive = %x, want 32 bytes, the same from the same key", a)
+	}
+	if bytes.Equal(a, k1.Derive("other")) || bytes.Equal(a, k2.Derive("mcp oauth state")) {
+		t.Error("Derive gave the same key for another label or another master key")
 	}
 }

@@ -86,6 +86,7 @@ func (s *Store) GetMCPServer(ctx context.Context, tenant, project, slug string) 
 type mcpSecrets struct {
 	Env     map[string]string `json:"env,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	OAuth   *MCPGrant         `json:"oauth,omitempty"`
 }
 
 var (
@@ -187,10 +188,10 @@ func (s *Store) PutMCPServer(ctx context.Context, tenant string, d events.MCPSer
 	exposure, _ := json.Marshal(d.Exposure)
 	creating := false
 	rev, err := s.change(ctx, tenant, mcpServerTarget("mcp_server.put", tenant, d.ProjectID, d.Slug), func(tx pgx.Tx) error {
-		var id string
+		var id, oldURL string
 		var old *string
-		err := tx.QueryRow(ctx, `SELECT id::text, credential FROM artifacts.mcp_servers WHERE tenant_id = $1 AND project_id = $2 AND slug = $3
-			FOR UPDATE`, tenant, d.ProjectID, d.Slug).Scan(&id, &old)
+		err := tx.QueryRow(ctx, `SELECT id::text, credential, url FROM artifacts.mcp_servers WHERE tenant_id = $1 AND project_id = $2 AND slug = $3
+			FOR UPDATE`, tenant, d.ProjectID, d.Slug).Scan(&id, &old, &oldURL)
 		if err != nil && mapErr(err) != ErrNotFound {
 			return err
 		}
@@ -199,14 +200,10 @@ func (s *Store) PutMCPServer(ctx context.Context, tenant string, d events.MCPSer
 			id = uuid.NewString()
 		}
 		sec := mcpSecrets{Env: env, Headers: headers}
-		if (env == nil || headers == nil) && old != nil {
-			var kept mcpSecrets
-			plain, err := s.Keys.Open(*old, mcpAD(tenant, id))
+		if old != nil {
+			kept, err := s.openMCPSecrets(*old, tenant, id)
 			if err != nil {
-				return fmt.Errorf("open secrets of mcp server %s: %w", d.Slug, err)
-			}
-			if err := json.Unmarshal([]byte(plain), &kept); err != nil {
-				return fmt.Errorf("secrets of mcp server %s: %w", d.Slug, err)
+				return err
 			}
 			if env == nil {
 				sec.Env = kept.Env
@@ -214,23 +211,22 @@ func (s *Store) PutMCPServer(ctx context.Context, tenant string, d events.MCPSer
 			if headers == nil {
 				sec.Headers = kept.Headers
 			}
+			// A grant is for one URL (the resource its tokens are minted
+			// for): a server moved elsewhere is authorized again.
+			if d.Transport == events.MCPHTTP && d.URL == oldURL {
+				sec.OAuth = kept.OAuth
+			}
 		}
 		// What is kept must still fit the (possibly changed) transport.
 		if err := ValidateMCPServer(d, sec.Env, sec.Headers); err != nil {
 			return fmt.Errorf("%w (the stored ones; send them empty to clear them)", err)
 		}
 		var sealed, fp *string
-		if len(sec.Env) > 0 || len(sec.Headers) > 0 {
-			key, err := s.SealingKey(ctx, tx)
+		if len(sec.Env) > 0 || len(sec.Headers) > 0 || sec.OAuth != nil {
+			envelope, f, err := s.sealMCPSecrets(ctx, tx, sec, tenant, id)
 			if err != nil {
 				return err
 			}
-			plain, _ := json.Marshal(sec)
-			envelope, err := key.Seal(string(plain), mcpAD(tenant, id))
-			if err != nil {
-				return err
-			}
-			f := key.Fingerprint()
 			sealed, fp = &envelope, &f
 		}
 		envNames, _ := json.Marshal(orSlice(sortedKeys(sec.Env)))
@@ -259,35 +255,6 @@ func (s *Store) DeleteMCPServer(ctx context.Context, tenant, project, slug strin
 		return affected(tx.Exec(ctx, `DELETE FROM artifacts.mcp_servers WHERE tenant_id = $1 AND project_id = $2 AND slug = $3`,
 			tenant, project, slug))
 	})
-}
-
-// ResolveMCPServer returns the server slug names for a run of project: the
-// project's own, else the tenant's, with its secrets opened. A disabled
-// server is ErrNotFound, like a missing one.
-func (s *Store) ResolveMCPServer(ctx context.Context, tenant, project, slug string) (events.ResolvedMCPServer, error) {
-	var out events.ResolvedMCPServer
-	var sealed *string
-	row := s.DB.QueryRow(ctx, `SELECT `+mcpColumns+`, credential FROM artifacts.mcp_servers
-		WHERE tenant_id = $1 AND project_id IN ('', $2) AND slug = $3 AND enabled
-		ORDER BY project_id DESC LIMIT 1`, tenant, project, slug)
-	d, err := scanMCPServer(scanTail{row, &sealed})
-	if err != nil {
-		return out, err
-	}
-	out.MCPServerDef = d
-	if sealed == nil {
-		return out, nil
-	}
-	plain, err := s.Keys.Open(*sealed, mcpAD(tenant, d.ID))
-	if err != nil {
-		return out, fmt.Errorf("open secrets of mcp server %s: %w", slug, err)
-	}
-	var sec mcpSecrets
-	if err := json.Unmarshal([]byte(plain), &sec); err != nil {
-		return out, fmt.Errorf("secrets of mcp server %s: %w", slug, err)
-	}
-	out.Env, out.Headers = sec.Env, sec.Headers
-	return out, nil
 }
 
 // scanTail scans a row whose last columns are extra to scanMCPServer's.

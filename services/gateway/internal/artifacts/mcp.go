@@ -113,3 +113,28 @@ func (a *Artifacts) ProbeMCPServer(ctx context.Context, p identity.Principal, l 
 
 // ProbeTimeout bounds a probe of an MCP server, start and tools/list.
 const ProbeTimeout = 30 * time.Second
+
+// StartMCPOAuth starts signing in to a remote server of layer l; it takes
+// the right to change the server, whose grant it replaces. It returns the
+// URL to open in the user's browser.
+func (a *Artifacts) StartMCPOAuth(ctx context.Context, p identity.Principal, l Layer, slug string, in api.MCPOAuthStart) (events.MCPOAuthStarted, error) {
+	var out events.MCPOAuthStarted
+	if err := a.canWrite(ctx, p, l, "MCP servers"); err != nil {
+		return out, err
+	}
+	err := a.call(ctx, events.OpMCPOAuthStart, events.MCPOAuthStart{
+		MCPServerRef: events.MCPServerRef{Caller: p.Caller(), ProjectID: l.ProjectID, Slug: slug},
+		ClientID:     in.ClientID, ClientSecret: in.ClientSecret}, &out)
+	return out, named(err, "MCP server", slug)
+}
+
+// CompleteMCPOAuth completes a sign-in from the callback's query. The
+// callback has no principal: tenant is the one its state names (read, not
+// trusted), and the artifacts service verifies the state was signed for
+// that tenant and consumes its pending sign-in before it stores anything.
+// It returns the server signed in to.
+func (a *Artifacts) CompleteMCPOAuth(ctx context.Context, tenant string, query map[string][]string) (events.MCPServerDef, error) {
+	var out events.MCPServerDef
+	err := a.call(ctx, events.OpMCPOAuthComplete, events.MCPOAuthComplete{Caller: events.Caller{TenantID: tenant}, Query: query}, &out)
+	return out, err
+}

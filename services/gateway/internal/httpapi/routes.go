@@ -47,6 +47,15 @@ var sourceErrors = map[int]string{
 	http.StatusServiceUnavailable: "no engine worker is running to clone the repository",
 }
 
+// oauthStartErrors are the errors of the routes that start an MCP sign-in.
+var oauthStartErrors = map[int]string{
+	http.StatusBadRequest: "the server is a stdio server, or oauth_no_registration: its authorization server offers no " +
+		"dynamic registration (the message names the redirect URI to register a client with; send its clientId)",
+	http.StatusConflict:            "public_url_unset: CLOPEN_PUBLIC_URL is not set, so there is no callback to name",
+	http.StatusUnprocessableEntity: "oauth_metadata: the server's or its authorization server's metadata is missing or untrustworthy",
+	http.StatusBadGateway:          "unreachable: the server or its authorization server could not be reached",
+}
+
 func (s *Server) routes() []Route {
 	const (
 		ok      = http.StatusOK
@@ -172,6 +181,10 @@ func (s *Server) routes() []Route {
 		key("mcp", "DELETE", "/v1/mcp-servers/{slug}", "Delete an MCP server (admins)", handle(s, gone, s.deleteMCPServer(tenantLayer))),
 		withErrors(key("mcp", "POST", "/v1/mcp-servers/{slug}/probe", "Check an MCP server as a run reaches it (initialize, then tools/list): state ok, needs_auth, needs_config, unreachable or error, with the reason (admins)", handle(s, ok, s.probeMCPServer(tenantLayer))),
 			map[int]string{http.StatusServiceUnavailable: "the MCP bridge is not running"}),
+		withErrors(key("mcp", "POST", "/v1/mcp-servers/{slug}/oauth", "Start signing in to a remote MCP server that wants OAuth: discovery (RFC 9728, RFC 8414), "+
+			"dynamic client registration (RFC 7591) or the client given, PKCE S256; answers the URL to open in the user's browser, "+
+			"which comes back to GET /v1/mcp-oauth/callback (admins)", handle(s, ok, s.startMCPOAuth(tenantLayer))),
+			oauthStartErrors),
 		key("mcp", "GET", "/v1/projects/{id}/mcp-servers", "A project's own MCP servers (they hide the tenant's of the same slug in its runs)", handle(s, ok, s.listMCPServers(projectLayer))),
 		key("mcp", "POST", "/v1/projects/{id}/mcp-servers", "Add an MCP server to a project (owners, admins)", handle(s, created, s.createMCPServer(projectLayer))),
 		key("mcp", "GET", "/v1/projects/{id}/mcp-servers/{slug}", "One of a project's MCP servers", handle(s, ok, s.getMCPServer(projectLayer))),
@@ -179,6 +192,13 @@ func (s *Server) routes() []Route {
 		key("mcp", "DELETE", "/v1/projects/{id}/mcp-servers/{slug}", "Delete a project's MCP server (owners, admins)", handle(s, gone, s.deleteMCPServer(projectLayer))),
 		withErrors(key("mcp", "POST", "/v1/projects/{id}/mcp-servers/{slug}/probe", "Check a project's MCP server as its runs reach it (owners, admins)", handle(s, ok, s.probeMCPServer(projectLayer))),
 			map[int]string{http.StatusServiceUnavailable: "the MCP bridge is not running"}),
+		withErrors(key("mcp", "POST", "/v1/projects/{id}/mcp-servers/{slug}/oauth", "Start signing in to a project's remote MCP server that wants OAuth (owners, admins)",
+			handle(s, ok, s.startMCPOAuth(projectLayer))), oauthStartErrors),
+		{Method: "GET", Path: "/v1/mcp-oauth/callback", Summary: "Where an MCP server's authorization server sends the user back: " +
+			"completes the sign-in the state names (single-use, expiring, bound to its tenant and server), seals the grant on the " +
+			"server and answers a page saying so; no API key", Tag: "mcp", Query: callbackParams, ep: s.mcpOAuthCallback(),
+			Errors: map[int]string{http.StatusBadRequest: "oauth_state: the state is forged, expired, already used or names no sign-in",
+				http.StatusForbidden: "oauth_denied or needs_auth: the authorization server refused (the page quotes it)"}},
 
 		key("accounts", "GET", "/v1/providers", "The tenant's engine providers", handle(s, ok, s.listProviders)),
 		key("accounts", "POST", "/v1/providers", "Create a provider (admins)", handle(s, created, s.createProvider)),

@@ -83,6 +83,12 @@ func (l *link) session(ctx context.Context) (*mcp.ClientSession, func(error) err
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.last = time.Now()
+	if l.server.NeedsAuth != "" {
+		// Said to the agent as the call's error: not a 401, which it would
+		// take for its own credentials and retry or sign in to itself.
+		return nil, nil, fmt.Errorf("MCP server %q needs to be signed in to again by an admin of the server "+
+			"(its OAuth grant stopped working: %s); until then it cannot be called", l.server.Slug, l.server.NeedsAuth)
+	}
 	if l.upstream == nil {
 		cs, err := connect(ctx, l.h.opts, l.server)
 		if err != nil {

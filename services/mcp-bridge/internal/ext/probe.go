@@ -38,6 +38,9 @@ type Status struct {
 // the status endpoint's check. A stdio server is started for tenant, on
 // its own, and stopped after.
 func Probe(ctx context.Context, o Options, tenant string, s events.ResolvedMCPServer) Status {
+	if s.NeedsAuth != "" {
+		return Status{State: StateNeedsAuth, Reason: "the OAuth grant no longer works: " + s.NeedsAuth}
+	}
 	for name, v := range s.Env {
 		if v == "" {
 			return Status{State: StateNeedsConfig, Reason: "env " + name + " has no value"}

@@ -38,6 +38,8 @@ func TestProbe(t *testing.T) {
 	}{
 		{"a server that answers", remote(up.URL, map[string]string{"Authorization": "Bearer x"}), ext.Options{AllowHosts: []string{"127.0.0.1"}}, ext.StateOK},
 		{"a 401 with a challenge", remote(locked.URL, nil), ext.Options{AllowHosts: []string{"127.0.0.1"}}, ext.StateNeedsAuth},
+		{"a grant whose refresh was refused", events.ResolvedMCPServer{MCPServerDef: events.MCPServerDef{Slug: "s", Transport: events.MCPHTTP, URL: up.URL},
+			NeedsAuth: "needs_auth: invalid_grant"}, ext.Options{AllowHosts: []string{"127.0.0.1"}}, ext.StateNeedsAuth},
 		{"a header with no value", remote(up.URL, map[string]string{"Authorization": ""}), ext.Options{AllowHosts: []string{"127.0.0.1"}}, ext.StateNeedsConfig},
 		{"an env variable with no value", events.ResolvedMCPServer{MCPServerDef: events.MCPServerDef{Slug: "s", Transport: events.MCPStdio, Command: "x"},
 			Env: map[string]string{"TOKEN": ""}}, ext.Options{}, ext.StateNeedsConfig},

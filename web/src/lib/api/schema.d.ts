@@ -296,6 +296,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/mcp-oauth/callback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Where an MCP server's authorization server sends the user back: completes the sign-in the state names (single-use, expiring, bound to its tenant and server), seals the grant on the server and answers a page saying so; no API key */
+        get: operations["getMcpOauthCallback"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp-servers": {
         parameters: {
             query?: never;
@@ -328,6 +345,23 @@ export interface paths {
         post?: never;
         /** Delete an MCP server (admins) */
         delete: operations["deleteMcpServersSlug"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp-servers/{slug}/oauth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start signing in to a remote MCP server that wants OAuth: discovery (RFC 9728, RFC 8414), dynamic client registration (RFC 7591) or the client given, PKCE S256; answers the URL to open in the user's browser, which comes back to GET /v1/mcp-oauth/callback (admins) */
+        post: operations["postMcpServersSlugOauth"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -613,6 +647,23 @@ export interface paths {
         post?: never;
         /** Delete a project's MCP server (owners, admins) */
         delete: operations["deleteProjectsIdMcpServersSlug"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/projects/{id}/mcp-servers/{slug}/oauth": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Start signing in to a project's remote MCP server that wants OAuth (owners, admins) */
+        post: operations["postProjectsIdMcpServersSlugOauth"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1655,6 +1706,13 @@ export interface components {
                 [key: string]: string[];
             };
             engines?: ("claude-code" | "codex" | "copilot" | "opencode" | "qwen" | "pi" | "cursor" | "cline" | "gemini" | "acp" | "scripted")[];
+        };
+        MCPOAuthStart: {
+            clientId?: string;
+            clientSecret?: string;
+        };
+        MCPOAuthStarted: {
+            authorizationUrl: string;
         };
         MCPServerDef: {
             args?: string[];
@@ -3205,6 +3263,64 @@ export interface operations {
             };
         };
     };
+    getMcpOauthCallback: {
+        parameters: {
+            query?: {
+                /** @description the authorization code */
+                code?: string;
+                /** @description the state the sign-in was started with: it names the tenant and the server, and is single-use */
+                state?: string;
+                /** @description the authorization server's issuer (RFC 9207), checked when sent */
+                iss?: string;
+                /** @description the authorization server's error instead of a code (access_denied when the user refused) */
+                error?: string;
+                /** @description the error's description */
+                error_description?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description oauth_state: the state is forged, expired, already used or names no sign-in */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description oauth_denied or needs_auth: the authorization server refused (the page quotes it) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getMcpServers: {
         parameters: {
             query?: never;
@@ -3434,6 +3550,95 @@ export interface operations {
             };
             /** @description the key's rate limit is exhausted; see Retry-After */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postMcpServersSlugOauth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MCPOAuthStart"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MCPOAuthStarted"];
+                };
+            };
+            /** @description the server is a stdio server, or oauth_no_registration: its authorization server offers no dynamic registration (the message names the redirect URI to register a client with; send its clientId) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description public_url_unset: CLOPEN_PUBLIC_URL is not set, so there is no callback to name */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description oauth_metadata: the server's or its authorization server's metadata is missing or untrustworthy */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unreachable: the server or its authorization server could not be reached */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4963,6 +5168,96 @@ export interface operations {
             };
             /** @description the key's rate limit is exhausted; see Retry-After */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postProjectsIdMcpServersSlugOauth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                slug: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MCPOAuthStart"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MCPOAuthStarted"];
+                };
+            };
+            /** @description the server is a stdio server, or oauth_no_registration: its authorization server offers no dynamic registration (the message names the redirect URI to register a client with; send its clientId) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description public_url_unset: CLOPEN_PUBLIC_URL is not set, so there is no callback to name */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description oauth_metadata: the server's or its authorization server's metadata is missing or untrustworthy */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description unreachable: the server or its authorization server could not be reached */
+            502: {
                 headers: {
                     [name: string]: unknown;
                 };
