@@ -8,8 +8,9 @@ import (
 )
 
 type anthropicRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	System   json.RawMessage `json:"system"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -44,6 +45,9 @@ func parseAnthropic(body []byte) (turn, error) {
 		return turn{}, fmt.Errorf("parse anthropic request: %w", err)
 	}
 	t := turn{model: req.Model, stream: req.Stream}
+	if s := textOf(req.System); s != "" {
+		t.context = append(t.context, s)
+	}
 	for _, m := range req.Messages {
 		if m.Role != "user" {
 			continue
@@ -61,6 +65,7 @@ func parseAnthropic(body []byte) (turn, error) {
 				results = append(results, b)
 			case b.Type == "text" && strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
 				reminder = b.Text
+				t.context = append(t.context, b.Text)
 			case b.Type == "text" && strings.TrimSpace(b.Text) != "":
 				text = b.Text
 			}
