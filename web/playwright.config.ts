@@ -3,12 +3,10 @@ import { defineConfig } from '@playwright/test';
 // The browser suite drives Debian's Chromium (no browser download: this is
 // playwright-core underneath, pointed at the system's binary) against one
 // real `clopen dev --fakellm` that global-setup starts for the whole run
-// (or against CLOPEN_E2E_URL, an instance already running). The tests run
-// one at a time by default: every test's turns belong to the dev tenant, and
-// two projects' turns starting at the same moment race on the engine's
-// config dir, which is per tenant and not yet per project (a known defect:
-// a project's instructions can be replaced by another project's before its
-// agent reads them). One worker costs about 20 s over two.
+// (or against CLOPEN_E2E_URL, an instance already running). Two tests run at
+// a time by default (CLOPEN_E2E_WORKERS): their turns all belong to the dev
+// tenant, and each chat session's runs have an engine config dir of their
+// own, so one test's project never configures another's turn.
 const chromium = process.env.CLOPEN_CHROMIUM ?? '/usr/bin/chromium';
 
 export default defineConfig({
@@ -17,7 +15,7 @@ export default defineConfig({
   timeout: 90_000,
   expect: { timeout: 20_000 },
   fullyParallel: true,
-  workers: Number(process.env.CLOPEN_E2E_WORKERS ?? 1),
+  workers: Number(process.env.CLOPEN_E2E_WORKERS ?? 2),
   retries: 0,
   reporter: process.env.CI ? [['list'], ['json', { outputFile: 'test-results/results.json' }]] : 'list',
   use: {

@@ -34,38 +34,71 @@ func layoutOf(typ events.EngineType) (plan.Layout, bool) {
 	return s.Layout, ok
 }
 
-// configDir is the isolated config dir of an engine instance:
-// <EngineConfig>/<tenant>/<engine>/<account>, "default" standing for the
-// active account. Created 0700.
+// configDir is the config dir of an engine account outside any run, for
+// what the account does for the tenant as a whole (its catalog, structured
+// generations): <EngineConfig>/<tenant>/<engine>/<account>, "default"
+// standing for the active account. No plan is applied to it. Created 0700.
 func (w *Worker) configDir(tenant string, typ events.EngineType, account string) (string, error) {
+	dir, _, err := w.makeConfigDir(tenant, string(typ), accountName(account))
+	return dir, err
+}
+
+// sessionConfigDir is the isolated config dir a chat session's runs apply
+// their plans to and its engine reads:
+// <EngineConfig>/<tenant>/sessions/<session>/<engine>/<account>. A run's
+// content depends on its project and profile, so a dir shared wider (by
+// the tenant, or by a project whose sessions run different profiles) would
+// let two runs that start together each apply its plan over the other's;
+// a session's turns run one at a time. created says the dir is new: it
+// holds none of the engine session state that lives in it (Codex's
+// threads), whatever the workspace's copy of the session says.
+func (w *Worker) sessionConfigDir(job events.Job) (dir string, created bool, err error) {
+	return w.makeConfigDir(job.Tenant, "sessions", job.SessionID, string(job.Engine), accountName(job.AccountID))
+}
+
+// accountName is the directory name of an account, "default" for the
+// active one.
+func accountName(account string) string {
 	if account == "" {
-		account = "default"
+		return "default"
 	}
-	if err := events.ValidToken(account); err != nil || strings.ContainsAny(account, `/\`) || account == ".." {
-		return "", fmt.Errorf("account id %q: not usable as a directory name", account)
+	return account
+}
+
+// makeConfigDir creates <EngineConfig>/<tenant>/<elems...> 0700 and says
+// whether it was not there before. Every element must be one path element.
+func (w *Worker) makeConfigDir(tenant string, elems ...string) (string, bool, error) {
+	for _, e := range elems {
+		if err := events.ValidToken(e); err != nil || strings.ContainsAny(e, `/\`) || e == ".." {
+			return "", false, fmt.Errorf("%q: not usable as a directory name", e)
+		}
 	}
 	root, err := filepath.Abs(w.cfg.EngineConfig)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	dir := filepath.Join(root, tenant, string(typ), account)
+	dir := filepath.Join(append([]string{root, tenant}, elems...)...)
+	_, err = os.Stat(dir)
+	created := errors.Is(err, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("engine config dir: %w", err)
+		return "", false, fmt.Errorf("engine config dir: %w", err)
 	}
-	return dir, nil
+	return dir, created, nil
 }
 
 // prepared is what a run starts with once its artifacts are in place.
 type prepared struct {
 	configDir string
-	prompt    []events.Block
-	revision  int64
+	// fresh says configDir was made for this run (see sessionConfigDir).
+	fresh    bool
+	prompt   []events.Block
+	revision int64
 	// mcpServers are the slugs of the run's external MCP servers.
 	mcpServers []string
 }
 
 // prepare asks artifacts for the run's content, places it through the
-// engine's layout into a plan and applies that to the engine's isolated
+// engine's layout into a plan and applies that to the session's isolated
 // config dir, makes the content's permissions the run's policy, and builds
 // the engine prompt: the plan's preamble (if any) as the first text block,
 // the config dir token resolved in every text block.
@@ -80,7 +113,7 @@ func (w *Worker) prepare(ctx context.Context, r *run) (prepared, error) {
 	if !ok {
 		return prepared{}, fmt.Errorf("engine %q: no layout", job.Engine)
 	}
-	dir, err := w.configDir(job.Tenant, job.Engine, job.AccountID)
+	dir, fresh, err := w.sessionConfigDir(job)
 	if err != nil {
 		return prepared{}, err
 	}
@@ -122,7 +155,7 @@ func (w *Worker) prepare(ctx context.Context, r *run) (prepared, error) {
 			servers = append(servers, m.Name)
 		}
 	}
-	return prepared{configDir: dir, prompt: prompt, revision: pl.Revision, mcpServers: servers}, nil
+	return prepared{configDir: dir, fresh: fresh, prompt: prompt, revision: pl.Revision, mcpServers: servers}, nil
 }
 
 // watchArtifacts retires a tenant's engine instances whenever its artifact

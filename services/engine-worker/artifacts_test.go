@@ -124,7 +124,7 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	if claims.Kind != bustoken.Dispatch || claims.RunID != "r1" {
 		t.Errorf("content asked with %+v, want the run's dispatch token", claims)
 	}
-	if want := filepath.Join(w.cfg.EngineConfig, "t1", "scripted", "default"); p.configDir != want {
+	if want := filepath.Join(w.cfg.EngineConfig, "t1", "sessions", "s1", "scripted", "default"); p.configDir != want {
 		t.Errorf("config dir = %s, want %s", p.configDir, want)
 	}
 	if b, err := os.ReadFile(filepath.Join(p.configDir, "AGENTS.md")); err != nil || !strings.Contains(string(b), "Be concise.") {
@@ -139,5 +139,27 @@ func TestPrepareAppliesThePlan(t *testing.T) {
 	first, second := p.prompt[0].(events.TextBlock).Text, p.prompt[1].(events.TextBlock).Text
 	if !strings.HasPrefix(first, "# Available Skills\n"+p.configDir) || second != "read "+p.configDir+"/.clopen/skills/x/SKILL.md" {
 		t.Errorf("prompt = %q, %q", first, second)
+	}
+}
+
+// TestSessionConfigDirs: each session of a tenant has a config dir of its
+// own, which says when it was made anew; a bad name is refused.
+func TestSessionConfigDirs(t *testing.T) {
+	w, _ := newTestWorker(t, nil)
+	job := events.Job{Tenant: "t1", SessionID: "s1", Engine: events.EngineCodex, AccountID: "a1"}
+	first, created, err := w.sessionConfigDir(job)
+	if err != nil || !created {
+		t.Fatalf("first sessionConfigDir = %s, %v, %v; want a new dir", first, created, err)
+	}
+	if again, created, err := w.sessionConfigDir(job); err != nil || created || again != first {
+		t.Errorf("second sessionConfigDir = %s, %v, %v; want %s, not new", again, created, err, first)
+	}
+	job.SessionID = "s2"
+	if other, _, err := w.sessionConfigDir(job); err != nil || other == first {
+		t.Errorf("another session's dir = %s, %v; want its own", other, err)
+	}
+	job.SessionID = ".."
+	if dir, _, err := w.sessionConfigDir(job); err == nil {
+		t.Errorf("session %q got dir %s", job.SessionID, dir)
 	}
 }

@@ -164,6 +164,14 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 	if err != nil {
 		return events.RunFailed, "", err.Error(), events.KindInternal
 	}
+	if prep.fresh {
+		// A config dir made anew holds none of the engine session state
+		// kept in it: the workspace's copy of the session is not whole, so
+		// the restore below brings the session back from its snapshot.
+		if err := writeMarker(workspace, ""); err != nil {
+			return events.RunFailed, "", err.Error(), events.KindInternal
+		}
+	}
 	eng, release, err := w.pool.Acquire(ctx, engine.Key{Engine: job.Engine, Tenant: job.Tenant, Account: job.AccountID})
 	if err != nil {
 		return events.RunFailed, "", err.Error(), engine.KindOf(err)

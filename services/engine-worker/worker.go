@@ -57,8 +57,11 @@ type Config struct {
 	// WorkspaceQuota caps a session workspace in bytes: a turn that leaves
 	// more is not saved (the user is told). 0 means no cap.
 	WorkspaceQuota int64
-	// EngineConfig holds the isolated engine config dirs the artifacts plans
-	// are applied to: <EngineConfig>/<tenant>/<engine>/<account>. Empty means
+	// EngineConfig holds the isolated engine config dirs: each chat
+	// session's, which its runs' artifacts plans are applied to
+	// (<EngineConfig>/<tenant>/sessions/<session>/<engine>/<account>), and
+	// each account's, for catalogs and generations
+	// (<EngineConfig>/<tenant>/<engine>/<account>). Empty means
 	// <Workspaces>/../engine-config.
 	EngineConfig string
 	// Coalesce is the text-delta coalescing window; 0 publishes every delta.

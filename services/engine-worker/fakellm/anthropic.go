@@ -9,8 +9,9 @@ import (
 )
 
 type anthropicRequest struct {
-	Model    string `json:"model"`
-	Stream   bool   `json:"stream"`
+	Model    string          `json:"model"`
+	Stream   bool            `json:"stream"`
+	System   json.RawMessage `json:"system"`
 	Messages []struct {
 		Role    string          `json:"role"`
 		Content json.RawMessage `json:"content"`
@@ -48,6 +49,9 @@ func parseAnthropic(body []byte) (turn, error) {
 		return turn{}, fmt.Errorf("parse anthropic request: %w", err)
 	}
 	t := turn{model: req.Model, stream: req.Stream}
+	if s := textOf(req.System); s != "" {
+		t.context = append(t.context, s)
+	}
 	searches := map[string]bool{} // ids of the ToolSearch calls made so far
 	for _, m := range req.Messages {
 		var blocks []anthropicBlock
@@ -77,6 +81,7 @@ func parseAnthropic(body []byte) (turn, error) {
 				results = append(results, b)
 			case b.Type == "text" && strings.HasPrefix(strings.TrimSpace(b.Text), "<system-reminder>"):
 				reminder = b.Text
+				t.context = append(t.context, b.Text)
 			case b.Type == "text" && strings.TrimSpace(b.Text) != "":
 				text = b.Text
 			}

@@ -32,6 +32,10 @@ type Request struct {
 	// UserTurns holds the text of every user turn the request carries,
 	// oldest first: what a resumed session replayed to the model.
 	UserTurns []string `json:"user_turns,omitempty"`
+	// Context is what the client put around the turns (the system prompt
+	// and <system-reminder> blocks; Messages API requests only): where an
+	// agent passes on its memory file, skills and subagents.
+	Context []string `json:"context,omitempty"`
 	// Key is KeyID of the credential the request carried (x-api-key,
 	// x-goog-api-key or a bearer token), so tests can tell whose account
 	// a call used without the log holding keys.
@@ -116,6 +120,7 @@ func (s *Server) Requests() []Request {
 	for i, r := range s.requests {
 		r.Tools = slices.Clone(r.Tools)
 		r.UserTurns = slices.Clone(r.UserTurns)
+		r.Context = slices.Clone(r.Context)
 		out[i] = r
 	}
 	return out

@@ -150,7 +150,7 @@ func (s *Server) begin(w http.ResponseWriter, r *http.Request, f format, parse f
 	}
 	m := findMarkers(t.user)
 	sum.Model, sum.Stream, sum.Marker = t.model, t.stream, m.String()
-	sum.ToolResult, sum.Tools, sum.UserTurns = t.result != nil, t.toolNames(), t.turns
+	sum.ToolResult, sum.Tools, sum.UserTurns, sum.Context = t.result != nil, t.toolNames(), t.turns, t.context
 	s.record(sum)
 	switch {
 	case m.rateLimit:

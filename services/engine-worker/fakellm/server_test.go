@@ -243,8 +243,9 @@ func TestRequestLog(t *testing.T) {
 	post(t, f, "/v1/chat/completions", `{"model":"gpt-x","messages":[{"role":"user","content":"@@THINK@@ @@TOOL@@"},{"role":"tool","content":"ok"}],
 		"tools":[{"type":"function","function":{"name":"bash"}},{"type":"function","function":{"name":"read"}}]}`)
 	post(t, f, "/v1beta/models/gem:streamGenerateContent?alt=sse", `{"contents":[{"parts":[{"text":"hi"}]}]}`)
-	post(t, f, "/v1/messages", `{"model":"c","messages":[{"role":"user","content":"remember APPLE"},
-		{"role":"assistant","content":"ok"},{"role":"user","content":[{"type":"text","text":"what was it?"}]}]}`)
+	post(t, f, "/v1/messages", `{"model":"c","system":[{"type":"text","text":"You are terse."}],"messages":[{"role":"user","content":"remember APPLE"},
+		{"role":"assistant","content":"ok"},{"role":"user","content":[{"type":"text","text":"<system-reminder>Use Go.</system-reminder>"},
+		{"type":"text","text":"what was it?"}]}]}`)
 
 	want := []fakellm.Request{
 		{Method: "POST", Path: "/v1/chat/completions", Format: "chat", Model: "gpt-x", Marker: "@@THINK@@ @@TOOL@@", ToolResult: true,
@@ -252,7 +253,7 @@ func TestRequestLog(t *testing.T) {
 		{Method: "POST", Path: "/v1beta/models/gem:streamGenerateContent", Format: "gemini", Model: "gem", Stream: true, Tools: []string{},
 			UserTurns: []string{"hi"}},
 		{Method: "POST", Path: "/v1/messages", Format: "anthropic", Model: "c", Tools: []string{},
-			UserTurns: []string{"remember APPLE", "what was it?"}},
+			UserTurns: []string{"remember APPLE", "what was it?"}, Context: []string{"You are terse.", "<system-reminder>Use Go.</system-reminder>"}},
 	}
 	ignoreTime := cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Time" }, cmp.Ignore())
 	if diff := cmp.Diff(want, f.srv.Requests(), ignoreTime); diff != "" {

@@ -26,7 +26,10 @@ type turn struct {
 	user   string   // text of the last user turn; markers are read here
 	turns  []string // text of every user turn, oldest first (the history the client sent)
 	result *string  // text of a tool result that follows that turn, nil if none
-	tools  []tool   // offered tools, in request order
+	// context is what the client put around the turns: the system prompt
+	// and the hosts' <system-reminder> blocks (Messages API only).
+	context []string
+	tools   []tool // offered tools, in request order
 
 	// toolSearch: the request offers a client-executed tool_search (Codex
 	// defers MCP tools behind it; see responses_search.go).

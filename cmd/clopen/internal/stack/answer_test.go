@@ -3,14 +3,11 @@ package stack
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"clopen.dev/pkg/events"
-	"clopen.dev/services/engine-worker"
 	"clopen.dev/services/gateway/api"
 )
 
@@ -29,15 +26,7 @@ const askThenPermit = `{"name": "ask-then-permit", "steps": [
 // WebSocket, through REST: each answer is taken, and the turn completes.
 func TestAnswerAtOnceUponWaitingInput(t *testing.T) {
 	dir := t.TempDir()
-	scenarios := filepath.Join(dir, "scenarios")
-	if err := os.MkdirAll(scenarios, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(scenarios, "ask-then-permit.json"), []byte(askThenPermit), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cfg := worker.DefaultConfig()
-	cfg.Workspaces, cfg.ScenarioDir = dir, scenarios
+	cfg := withScenarios(t, dir, map[string]string{"ask-then-permit": askThenPermit})
 	h := start(t, Config{Dir: dir, Worker: cfg})
 	ctx := context.Background()
 	a := h.account("answers")

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/svc"
 )
@@ -51,8 +53,8 @@ func TestArtifactsReachTheRun(t *testing.T) {
 	feed.waitFor(t, 20*time.Second, finished(reply.RunID))
 	run := h.waitRunState(tn, reply.RunID, events.RunCompleted)
 
-	// On disk, in the engine's isolated config dir.
-	cfgDir := filepath.Join(dir, "engine-config", tn.TenantID, "scripted", "default")
+	// On disk, in the session's isolated config dir.
+	cfgDir := filepath.Join(dir, "engine-config", tn.TenantID, "sessions", s.ID, "scripted", "default")
 	agents := readFile(t, filepath.Join(cfgDir, "AGENTS.md"))
 	if !strings.Contains(agents, "<!-- CLOPEN:INSTRUCTIONS:START — managed block, do not edit -->\nAlways answer in English.") {
 		t.Errorf("AGENTS.md lacks the instructions block:\n%s", agents)
@@ -133,6 +135,131 @@ func TestArtifactsReachTheRun(t *testing.T) {
 	}
 	if agents := readFile(t, filepath.Join(cfgDir, "AGENTS.md")); !strings.Contains(agents, "Answer in French.") || strings.Contains(agents, "English") {
 		t.Errorf("AGENTS.md after the change:\n%s", agents)
+	}
+}
+
+// storeReport is a scripted scenario that waits a moment after the run's
+// plan is applied, then reports two skills of the canonical store: long
+// enough for another run's plan, applied meanwhile to a shared dir, to
+// show.
+const storeReport = `{"name": "store", "steps": [
+  {"sleep": "1s"},
+  {"report": {"files": [".clopen/skills/alpha/SKILL.md", ".clopen/skills/beta/SKILL.md"]}}
+]}`
+
+// side is one of two projects of a tenant whose turns run at once: its
+// session admits one skill and its project has its own instructions.
+type side struct {
+	skill, other, project, words string
+	session                      events.Session
+	run                          string
+}
+
+// twoProjects makes the skills alpha and beta, and two projects of tn,
+// each with its own instructions and a session (of model on engine) whose
+// profile admits one of the skills, then starts a turn in each at once
+// ("Report on <skill>.") and waits for both to complete.
+func (h *harness) twoProjects(tn tenant, engine events.EngineType, model string) []*side {
+	h.t.Helper()
+	sides := []*side{{skill: "alpha", other: "beta", project: tn.project}, {skill: "beta", other: "alpha", project: uuid.NewString()}}
+	for _, sd := range sides {
+		h.art(events.OpSkillsPut, events.SkillPut{Caller: tn.Caller, Skill: events.Skill{Slug: sd.skill,
+			Description: "The " + sd.skill + " skill.", Body: "Follow the " + sd.skill + " rules."}}, nil)
+	}
+	for _, sd := range sides {
+		sd.words = "Always mention " + strings.ToUpper(sd.skill) + "."
+		h.art(events.OpInstructionsPut, events.InstructionsPut{Caller: tn.Caller, Instructions: events.Instructions{
+			Scope: events.ScopeProject, ProjectID: sd.project, Content: sd.words, Enabled: true}}, nil)
+		var prof events.Profile
+		h.art(events.OpProfilesPut, events.ProfilePut{Caller: tn.Caller, Profile: events.Profile{Name: "Only " + sd.skill,
+			Items: []events.ProfileItem{{Type: events.ArtifactSkill, Ref: sd.skill}}}}, &prof)
+		h.must(events.OpSessionCreate, events.SessionCreate{Caller: tn.Caller, ProjectID: sd.project, Engine: engine, Model: model,
+			ProfileID: prof.ID}, &sd.session)
+	}
+	for _, sd := range sides {
+		sd.run = h.send(tenant{Caller: tn.Caller, project: sd.project}, sd.session.ID, "Report on "+sd.skill+".").RunID
+	}
+	for _, sd := range sides {
+		h.waitRunState(tn, sd.run, events.RunCompleted)
+	}
+	return sides
+}
+
+// TestConcurrentProjectsKeepTheirOwnContent runs turns of two projects of
+// one tenant at the same moment, each in a session of its own profile
+// (one admits the skill alpha, the other beta) with its own project
+// instructions, and checks that each turn's engine read only its own
+// run's content from its config dir and prompt: a config dir shared by
+// the tenant's runs gives one of them the other's skills.
+func TestConcurrentProjectsKeepTheirOwnContent(t *testing.T) {
+	dir := t.TempDir()
+	cfg := withScenarios(t, dir, map[string]string{"store": storeReport})
+	h := start(t, Config{Dir: dir, Worker: cfg})
+	tn := newTenant()
+	for _, sd := range h.twoProjects(tn, "", "scripted/store") {
+		var report string
+		for _, env := range h.runEventsOnBus(tn.TenantID, sd.run) {
+			if n, ok := env.Output.(events.Notification); ok && n.Title == "Artifacts" {
+				report = n.Message
+			}
+		}
+		mine := "--- .clopen/skills/" + sd.skill + "/SKILL.md ---\n"
+		theirs := "--- .clopen/skills/" + sd.other + "/SKILL.md ---\n(missing)"
+		if !strings.Contains(report, mine) || strings.Contains(report, mine+"(missing)") || !strings.Contains(report, theirs) {
+			t.Errorf("the %s session's engine read another run's skills:\n%s", sd.skill, report)
+		}
+		if !strings.Contains(report, sd.words) || strings.Contains(report, "Always mention "+strings.ToUpper(sd.other)) {
+			t.Errorf("the %s session's prompt lacks its project's instructions or has the other's:\n%s", sd.skill, report)
+		}
+	}
+}
+
+// TestConcurrentProjectsModelRequests runs the turns of
+// TestConcurrentProjectsKeepTheirOwnContent on the real pi and Claude
+// Code, which read their skills and memory file from the config dir, and
+// checks what reached the model: each turn's requests carry the tenant's
+// global instructions (read from the memory file) and, for pi, its own
+// skill in their context, and nothing of the other project. (Claude Code
+// sends the prompt preamble, which holds the project's instructions, as a
+// text block fakellm does not record.)
+func TestConcurrentProjectsModelRequests(t *testing.T) {
+	// Claude Code lists skills in its Skill tool's description, which
+	// fakellm does not record; pi lists them in its system prompt.
+	for typ, skillsInContext := range map[events.EngineType]bool{events.EnginePi: true, events.EngineClaudeCode: false} {
+		t.Run(string(typ), func(t *testing.T) {
+			setup, llm := engineSetup(t, typ)
+			h := start(t, Config{Engines: setup})
+			h.waitEngines([]events.EngineType{typ})
+			tn := newTenant()
+			h.art(events.OpInstructionsPut, events.InstructionsPut{Caller: tn.Caller, Instructions: events.Instructions{
+				Scope: events.ScopeGlobal, Content: "Write in British English.", Enabled: true}}, nil)
+			for _, sd := range h.twoProjects(tn, typ, "") {
+				var seen int
+				for _, r := range llm.Requests() {
+					prompt := strings.Join(r.UserTurns, "\n")
+					if !strings.Contains(prompt, "Report on "+sd.skill+".") {
+						continue
+					}
+					seen++
+					context := strings.Join(r.Context, "\n")
+					wants := []string{"Write in British English."}
+					if skillsInContext {
+						wants = append(wants, "The "+sd.skill+" skill.")
+					}
+					for _, want := range wants {
+						if !strings.Contains(context, want) {
+							t.Errorf("a model request of the %s session lacks %q in its context", sd.skill, want)
+						}
+					}
+					if strings.Contains(context, "The "+sd.other+" skill.") || strings.Contains(prompt+context, "Always mention "+strings.ToUpper(sd.other)) {
+						t.Errorf("a model request of the %s session carries the %s project's content", sd.skill, sd.other)
+					}
+				}
+				if seen == 0 {
+					t.Errorf("no model request of the %s session", sd.skill)
+				}
+			}
+		})
 	}
 }
 

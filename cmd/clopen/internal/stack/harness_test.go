@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sync"
 	"testing"
@@ -74,6 +75,24 @@ func start(t *testing.T, cfg Config) *harness {
 		h.waitWorkers(max(cfg.Workers, 1))
 	}
 	return h
+}
+
+// withScenarios is the default worker configuration working in dir, with
+// the scripted engine's extra scenarios (name -> JSON) in dir/scenarios.
+func withScenarios(t *testing.T, dir string, scenarios map[string]string) worker.Config {
+	t.Helper()
+	sd := filepath.Join(dir, "scenarios")
+	if err := os.MkdirAll(sd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, sc := range scenarios {
+		if err := os.WriteFile(filepath.Join(sd, name+".json"), []byte(sc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := worker.DefaultConfig()
+	cfg.Workspaces, cfg.ScenarioDir = dir, sd
+	return cfg
 }
 
 // waitWorkers waits until n workers advertise themselves. A worker spawned

@@ -55,9 +55,11 @@ type Request struct {
 	ProjectID string
 	// Workspace is the directory the agent works in.
 	Workspace string
-	// ConfigDir is the engine's isolated config dir for this tenant and
-	// account (CLAUDE_CONFIG_DIR, CODEX_HOME...), where the worker placed
-	// the run's artifacts through the adapter's layout. Never the user's repo.
+	// ConfigDir is the engine's isolated config dir for this chat session
+	// (CODEX_HOME, pi's agent dir...), where the worker placed the run's
+	// artifacts through the adapter's layout; the session's turns run one
+	// at a time, so no other run's artifacts replace them while the turn
+	// reads them. Never the user's repo.
 	ConfigDir string
 	// Prompt is the engine prompt (already expanded, with the artifacts
 	// preamble of prompt-scoped engines as its first text block).

@@ -19,8 +19,6 @@ package claude
 import (
 	"cmp"
 	"context"
-	"fmt"
-	"os"
 	"sync"
 
 	"clopen.dev/pkg/events"
@@ -34,6 +32,7 @@ const Provider = "anthropic"
 type Config struct {
 	// Process: Bin is the claude executable; StateDir holds each
 	// instance's HOME and CLAUDE_CONFIG_DIR: StateDir/<tenant>/<account>.
+	// A request's ConfigDir, when set, is the CLAUDE_CONFIG_DIR instead.
 	engine.Process
 	// Credentials gives each process its credentials; required.
 	Credentials Credentials
@@ -91,16 +90,17 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	if cred, err = e.route(cred, req.SessionID); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(e.home, 0o700); err != nil {
-		return fmt.Errorf("claude state dir: %w", err)
+	d := e.dirs(req.ConfigDir)
+	if err := d.make(); err != nil {
+		return err
 	}
 	model := cmp.Or(req.Model, DefaultModel)
 	args, err := cliArgs(model, ClampLevel(model, req.Effort), req.MCPServers, req.Permissions)
 	if err != nil {
 		return &engine.Error{Kind: events.KindInvalidRequest, Msg: err.Error(), Err: err}
 	}
-	env := append(environ(e.home, cred, e.cfg.MaxRetries), e.cfg.Env...)
-	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, e.home)
+	env := append(environ(d, cred, e.cfg.MaxRetries), e.cfg.Env...)
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, d.state()...)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"slices"
 
 	"clopen.dev/pkg/events"
@@ -33,12 +31,13 @@ func (e *Engine) Generate(ctx context.Context, req engine.GenerateRequest) (json
 	if cred, err = e.route(cred, ""); err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(e.home, 0o700); err != nil {
-		return nil, fmt.Errorf("claude state dir: %w", err)
+	d := e.dirs(req.ConfigDir)
+	if err := d.make(); err != nil {
+		return nil, err
 	}
 	argv := e.cfg.Argv(generateArgs(cmp.Or(req.Model, DefaultModel), req.Schema)...)
-	env := append(environ(e.home, cred, e.cfg.MaxRetries), e.cfg.Env...)
-	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, e.home)
+	env := append(environ(d, cred, e.cfg.MaxRetries), e.cfg.Env...)
+	confine, err := e.cfg.Sandbox.For(e.key.Tenant, e.cfg.Bin, req.Workspace, cred.BaseURL, d.state()...)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // the whole directory is the chat's; its name depends on the workspace's
 // path, which is why it is computed for the worker that asks.
 func (e *Engine) SessionState(req engine.Request, _ string) []engine.SessionDir {
-	return []engine.SessionDir{{Name: "projects", Dir: filepath.Join(e.home, ".claude", "projects", engine.PathSlug(req.Workspace))}}
+	return []engine.SessionDir{{Name: "projects", Dir: filepath.Join(e.dirs(req.ConfigDir).config, "projects", engine.PathSlug(req.Workspace))}}
 }
 
 // Forget implements engine.Sessions: the chat's warm spare is stopped, so

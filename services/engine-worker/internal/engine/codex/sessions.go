@@ -10,8 +10,10 @@ import (
 // CODEX_HOME in sessions/YYYY/MM/DD/rollout-<time>-<thread>.jsonl; a
 // resumed chat forks its thread, and the fork's file holds the whole
 // history, so the chat's state is the file of the thread its turn ended
-// on. The directory is shared by the tenant's chats: only that file is
-// carried (Match), and a restore adds it without touching the others.
+// on. The directory may hold other threads (the chat's earlier turns, or
+// every chat of the instance when a turn names no ConfigDir): only that
+// file is carried (Match), and a restore adds it without touching the
+// others.
 // The SQLite databases beside it are not carried: they index threads and
 // are rebuilt from the rollout files.
 func (e *Engine) SessionState(req engine.Request, session string) []engine.SessionDir {
