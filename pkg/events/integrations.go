@@ -13,6 +13,9 @@ const (
 	OpIntegrationsGet      = "integrations.get"
 	OpIntegrationsPut      = "integrations.put"
 	OpIntegrationsDelete   = "integrations.delete"
+	// OpIntegrationsStatus records what a check of an account found
+	// (IntegrationStatusSet).
+	OpIntegrationsStatus = "integrations.status.set"
 )
 
 // CapabilityAgentTools gives the runs of the account's scope the provider's
@@ -67,7 +70,8 @@ type Integration struct {
 	// and, for a custom provider, the URL and header name.
 	Server        IntegrationServer `json:"server"`
 	HasCredential bool              `json:"hasCredential"`
-	Status        string            `json:"status" doc:"unknown, ok, needs_auth, needs_config or error"`
+	Status        string            `json:"status" doc:"unknown (changed since its last check, or never checked), ok, needs_auth, needs_config or error"`
+	StatusReason  string            `json:"statusReason,omitempty"`
 	// Projection is the MCP server row it projects, when it has agent-tools.
 	Projection *IntegrationProjection `json:"projection,omitempty"`
 	CreatedAt  time.Time              `json:"createdAt"`
@@ -90,4 +94,13 @@ type IntegrationPut struct {
 	Caller
 	Integration Integration `json:"integration"`
 	Credential  *string     `json:"credential,omitempty"`
+}
+
+// IntegrationStatusSet records the status a check of account ID found, and
+// why when it is not ok.
+type IntegrationStatusSet struct {
+	Caller
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Reason string `json:"reason,omitempty"`
 }

@@ -112,6 +112,7 @@ func (a *api) endpoints(s micro.Service, srv *svc.Server) error {
 		events.OpIntegrationsGet:      svc.Handler(onInternal, guard(a.getIntegration)),
 		events.OpIntegrationsPut:      svc.Handler(onInternal, guard(a.putIntegration)),
 		events.OpIntegrationsDelete:   svc.Handler(onInternal, guard(a.deleteIntegration)),
+		events.OpIntegrationsStatus:   svc.Handler(onInternal, guard(a.setIntegrationStatus)),
 
 		events.OpContent:  svc.Handler(onInternal, guard(a.content)),
 		events.OpExpand:   svc.Handler(onInternal, guard(a.expand)),

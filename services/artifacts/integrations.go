@@ -34,3 +34,7 @@ func (a *api) deleteIntegration(ctx context.Context, t string, r events.RefByID)
 	rev, err := a.st.DeleteIntegration(ctx, t, r.ID)
 	return Empty{rev}, err
 }
+
+func (a *api) setIntegrationStatus(ctx context.Context, t string, r events.IntegrationStatusSet) (Empty, error) {
+	return Empty{}, a.st.SetIntegrationStatus(ctx, t, r.ID, r.Status, r.Reason)
+}

@@ -253,12 +253,21 @@ func TestIntegrationTenancyAndValidation(t *testing.T) {
 	for op, req := range map[string]any{
 		events.OpIntegrationsGet:    events.RefByID{Caller: b, ID: mine.ID},
 		events.OpIntegrationsDelete: events.RefByID{Caller: b, ID: mine.ID},
+		events.OpIntegrationsStatus: events.IntegrationStatusSet{Caller: b, ID: mine.ID, Status: events.IntegrationOK},
 		events.OpIntegrationsPut: events.IntegrationPut{Caller: b, Integration: events.Integration{ID: mine.ID, Label: "stolen"},
 			Credential: ptr("b-key")},
 	} {
 		if err := e.call(op, req, nil); status(err) != http.StatusNotFound {
 			t.Errorf("tenant B %s of A's integration = %v, want 404", op, err)
 		}
+	}
+	if err := e.call(events.OpIntegrationsStatus, events.IntegrationStatusSet{Caller: a, ID: mine.ID, Status: "fine"}, nil); status(err) != http.StatusBadRequest {
+		t.Errorf("an unknown status = %v, want 400", err)
+	}
+	e.must(events.OpIntegrationsStatus, events.IntegrationStatusSet{Caller: a, ID: mine.ID, Status: events.IntegrationNeedsAuth, Reason: "401"}, nil)
+	e.must(events.OpIntegrationsGet, events.RefByID{Caller: a, ID: mine.ID}, &mine)
+	if mine.Status != events.IntegrationNeedsAuth || mine.StatusReason != "401" {
+		t.Errorf("after recording a status: %+v", mine)
 	}
 	var list []events.Integration
 	e.must(events.OpIntegrationsList, events.ListRequest{Caller: b}, &list)

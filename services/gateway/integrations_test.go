@@ -81,6 +81,12 @@ func TestIntegrationsREST(t *testing.T) {
 		t.Errorf("the projected server after the update = %+v, %v", s, err)
 	}
 
+	// A check needs the bridge, which this gateway has not; only admins check.
+	_, err = mem.CheckIntegration(ctx, in.ID)
+	wantStatus(t, "a member checks an account", err, http.StatusForbidden)
+	_, err = adm.CheckIntegration(ctx, in.ID)
+	wantStatus(t, "a check with no bridge running", err, http.StatusServiceUnavailable)
+
 	// Bad input names the field and stores nothing.
 	for _, tt := range []struct{ give, want string }{
 		{`{"provider":"github","label":"a\u0000b","credential":"k"}`, "label: a string may not contain the NUL character"},

@@ -41,3 +41,9 @@ func (c *Client) UpdateIntegration(ctx context.Context, id string, in api.Integr
 func (c *Client) DisconnectIntegration(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, p("/v1/integrations/", id), nil, nil, nil)
 }
+
+// CheckIntegration probes the MCP server an account projects and returns
+// the account with the status found (admins).
+func (c *Client) CheckIntegration(ctx context.Context, id string) (events.Integration, error) {
+	return send[events.Integration](ctx, c, http.MethodPost, p("/v1/integrations/", id, "/check"), nil)
+}

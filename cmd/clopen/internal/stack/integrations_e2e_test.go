@@ -15,9 +15,9 @@ import (
 
 // TestIntegrationServerThroughTheBridge: the MCP server an integration
 // account projects is reached by the bridge with the account's key in its
-// sealed header (the gateway's probe, resolved as a run resolves it); a
-// new key reaches it the same way, and once the account is disconnected
-// the server is gone.
+// sealed header (the gateway's probe, resolved as a run resolves it), and
+// a check records the account ok; a new key reaches it the same way, and
+// once the account is disconnected the server is gone.
 func TestIntegrationServerThroughTheBridge(t *testing.T) {
 	echo := startEchoServer(t)
 	h := start(t, Config{Dir: t.TempDir(), Artifacts: artifacts.Config{Egress: egress.Policy{Allow: []string{"127.0.0.1"}}}})
@@ -40,9 +40,12 @@ func TestIntegrationServerThroughTheBridge(t *testing.T) {
 		}
 	}
 	probe("Bearer integration-key-1")
+	if got, err := a.c.CheckIntegration(ctx, in.ID); err != nil || got.Status != events.IntegrationOK {
+		t.Errorf("check = %+v, %v; want ok", got, err)
+	}
 	key := "Bearer integration-key-2"
-	if _, err := a.c.UpdateIntegration(ctx, in.ID, api.IntegrationPatch{Credential: &key}); err != nil {
-		t.Fatal(err)
+	if got, err := a.c.UpdateIntegration(ctx, in.ID, api.IntegrationPatch{Credential: &key}); err != nil || got.Status != events.IntegrationUnknown {
+		t.Fatalf("update = %+v, %v; want its status unknown until checked again", got, err)
 	}
 	probe("Bearer integration-key-2")
 	if err := a.c.DisconnectIntegration(ctx, in.ID); err != nil {

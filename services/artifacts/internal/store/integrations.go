@@ -19,7 +19,7 @@ import (
 // integrationQuery reads accounts with their projections, in
 // scanIntegration's order; callers add the WHERE clause on a.
 const integrationQuery = `SELECT a.id::text, a.project_id, a.provider, a.label, a.capabilities, a.server_slug, a.server_url,
-	a.header_name, a.credential IS NOT NULL, a.status, a.created_at, a.updated_at, p.server_id::text, p.project_id, p.slug, p.adopted
+	a.header_name, a.credential IS NOT NULL, a.status, a.status_reason, a.created_at, a.updated_at, p.server_id::text, p.project_id, p.slug, p.adopted
 	FROM artifacts.integration_accounts a
 	LEFT JOIN artifacts.integration_projections p ON p.tenant_id = a.tenant_id AND p.account_id = a.id`
 
@@ -29,7 +29,7 @@ func scanIntegration(row pgx.Row) (events.Integration, error) {
 	var serverID, projProject, projSlug *string
 	var adopted *bool
 	if err := row.Scan(&in.ID, &in.ProjectID, &in.Provider, &in.Label, &caps, &in.Server.Slug, &in.Server.URL, &in.Server.HeaderName,
-		&in.HasCredential, &in.Status, &in.CreatedAt, &in.UpdatedAt, &serverID, &projProject, &projSlug, &adopted); err != nil {
+		&in.HasCredential, &in.Status, &in.StatusReason, &in.CreatedAt, &in.UpdatedAt, &serverID, &projProject, &projSlug, &adopted); err != nil {
 		return events.Integration{}, mapErr(err)
 	}
 	if err := json.Unmarshal(caps, &in.Capabilities); err != nil {
@@ -222,6 +222,24 @@ func (s *Store) DeleteIntegration(ctx context.Context, tenant, id string) (int64
 		}
 		return affected(tx.Exec(ctx, `DELETE FROM artifacts.integration_accounts WHERE tenant_id = $1 AND id = $2`, tenant, id))
 	})
+}
+
+// SetIntegrationStatus records what a check of an account found. A status
+// is an observation, not a change of the tenant's artifacts: it bumps no
+// revision and writes no audit entry.
+func (s *Store) SetIntegrationStatus(ctx context.Context, tenant, id, status, reason string) error {
+	if !slices.Contains([]string{events.IntegrationUnknown, events.IntegrationOK, events.IntegrationNeedsAuth,
+		events.IntegrationNeedsConfig, events.IntegrationError}, status) {
+		return fmt.Errorf("%w: status %q", ErrInvalid, status)
+	}
+	if _, err := uuid.Parse(id); err != nil {
+		return ErrNotFound
+	}
+	if len(reason) > 2000 {
+		reason = reason[:2000]
+	}
+	return affected(s.DB.Exec(ctx, `UPDATE artifacts.integration_accounts SET status = $3, status_reason = $4
+		WHERE tenant_id = $1 AND id = $2`, tenant, id, status, strings.ToValidUTF8(reason, "")))
 }
 
 // integrationAD binds an account's sealed credential to its tenant and id.

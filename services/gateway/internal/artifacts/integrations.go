@@ -101,3 +101,34 @@ func (a *Artifacts) DisconnectIntegration(ctx context.Context, p identity.Princi
 	}
 	return named(a.call(ctx, events.OpIntegrationsDelete, events.RefByID{Caller: p.Caller(), ID: id}, nil), "integration", id)
 }
+
+// CheckIntegration probes the MCP server an account projects as a run
+// reaches it (admins: the probe sends the server its key) and records what
+// it found as the account's status: ok, needs_auth, needs_config, or
+// error (the server unreachable or failing), with the reason.
+func (a *Artifacts) CheckIntegration(ctx context.Context, p identity.Principal, id string) (events.Integration, error) {
+	if err := admin(p, "check integrations"); err != nil {
+		return events.Integration{}, err
+	}
+	in, err := a.Integration(ctx, p, id)
+	if err != nil {
+		return in, err
+	}
+	if in.Projection == nil {
+		return in, apierr.New(apierr.ErrConflict, "integration %q projects no MCP server to check: give it %s", id, events.CapabilityAgentTools)
+	}
+	st, err := a.ProbeMCPServer(ctx, p, Layer{ProjectID: in.Projection.ProjectID}, in.Projection.Slug)
+	if err != nil {
+		return in, err
+	}
+	status := st.State
+	if status != events.IntegrationOK && status != events.IntegrationNeedsAuth && status != events.IntegrationNeedsConfig {
+		status = events.IntegrationError // unreachable, or failing
+	}
+	err = a.call(ctx, events.OpIntegrationsStatus, events.IntegrationStatusSet{Caller: p.Caller(), ID: id, Status: status,
+		Reason: st.Reason}, nil)
+	if err != nil {
+		return in, named(err, "integration", id)
+	}
+	return a.Integration(ctx, p, id)
+}

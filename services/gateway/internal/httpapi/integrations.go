@@ -27,6 +27,10 @@ func (s *Server) integrationRoutes(key func(tag, method, path, summary string, e
 		key("integrations", "GET", "/v1/integrations/{id}", "An integration account", handle(s, ok, s.getIntegration)),
 		withErrors(key("integrations", "PATCH", "/v1/integrations/{id}", "Change an account's label, capabilities, server or credential "+
 			"(admins); its projected MCP server follows", handle(s, ok, s.updateIntegration)), conflict),
+		withErrors(key("integrations", "POST", "/v1/integrations/{id}/check", "Probe the MCP server an account projects as a run reaches it "+
+			"and record the account's status: ok, needs_auth, needs_config or error, with the reason (admins)", handle(s, ok, s.checkIntegration)),
+			map[int]string{http.StatusConflict: "the account projects no MCP server (it lacks agent-tools)",
+				http.StatusServiceUnavailable: "the MCP bridge is not running"}),
 		key("integrations", "DELETE", "/v1/integrations/{id}", "Disconnect an account (admins): the MCP server it created is deleted, "+
 			"one it adopted is put back as it was", handle(s, http.StatusNoContent, s.disconnectIntegration)),
 	}
@@ -56,4 +60,8 @@ func (s *Server) updateIntegration(ctx context.Context, r *http.Request, p ident
 
 func (s *Server) disconnectIntegration(ctx context.Context, r *http.Request, p identity.Principal, _ none) (none, error) {
 	return none{}, s.artifacts.DisconnectIntegration(ctx, p, r.PathValue("id"))
+}
+
+func (s *Server) checkIntegration(ctx context.Context, r *http.Request, p identity.Principal, _ none) (events.Integration, error) {
+	return s.artifacts.CheckIntegration(ctx, p, r.PathValue("id"))
 }

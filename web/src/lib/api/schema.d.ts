@@ -350,6 +350,23 @@ export interface paths {
         patch: operations["patchIntegrationsId"];
         trace?: never;
     };
+    "/v1/integrations/{id}/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Probe the MCP server an account projects as a run reaches it and record the account's status: ok, needs_auth, needs_config or error, with the reason (admins) */
+        post: operations["postIntegrationsIdCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp-oauth/callback": {
         parameters: {
             query?: never;
@@ -1756,8 +1773,9 @@ export interface components {
             projection?: components["schemas"]["IntegrationProjection"];
             provider: string;
             server: components["schemas"]["IntegrationServer"];
-            /** @description unknown, ok, needs_auth, needs_config or error */
+            /** @description unknown (changed since its last check, or never checked), ok, needs_auth, needs_config or error */
             status: string;
+            statusReason?: string;
             /** Format: date-time */
             updatedAt: string;
         };
@@ -3669,6 +3687,73 @@ export interface operations {
             };
             /** @description the key's rate limit is exhausted; see Retry-After */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postIntegrationsIdCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Integration"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the account projects no MCP server (it lacks agent-tools) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the MCP bridge is not running */
+            503: {
                 headers: {
                     [name: string]: unknown;
                 };
