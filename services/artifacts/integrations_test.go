@@ -2,6 +2,7 @@ package artifacts
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -167,7 +168,8 @@ func ptr[T any](v T) *T { return &v }
 // already there adopts it; disconnecting puts the row back exactly as it
 // was, every column and its sealed credential, and after a key rotation
 // every column but the re-sealed credential, which still opens. A
-// project-bound account adopts its project's row, not the tenant's.
+// project-bound account adopts its project's row, not the tenant's, and
+// goes with its project.
 func TestIntegrationAdoptsAndRestores(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
@@ -234,6 +236,18 @@ func TestIntegrationAdoptsAndRestores(t *testing.T) {
 	got, err := st.ResolveMCPServer(ctx, a.TenantID, project, "tools", nil)
 	if err != nil || got.Env["TOKEN"] != "env-secret-"+project || got.Command != "tools-server" || len(got.Headers) != 0 {
 		t.Errorf("the restored server resolves %+v, %v; want its own env", got, err)
+	}
+
+	// A deleted project's accounts go with its servers (the store holds
+	// the new key, which the service was not given).
+	if in, _, err = st.PutIntegration(ctx, a.TenantID, vendor, ptr("vendor-secret")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.ForgetProject(ctx, a.TenantID, project); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.GetIntegration(ctx, a.TenantID, in.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("a forgotten project's integration: %v, want not found", err)
 	}
 }
 
