@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -347,5 +348,16 @@ func TestIntegrationTenancyAndValidation(t *testing.T) {
 	}
 	if got := e.rawServer(a, "", "github"); got != aRow {
 		t.Errorf("refused puts changed A's row:\n%s", got)
+	}
+
+	// The server's name is the provider's and the label, cut to 200
+	// bytes on a character boundary.
+	wide := custom("https://mcp.example.com/mcp", "X-Key")
+	wide.Label = strings.Repeat("é", 100)
+	e.connect(a, wide, "k")
+	var def events.MCPServerDef
+	e.must(events.OpMCPServersGet, events.MCPServerRef{Caller: a, Slug: "c"}, &def)
+	if len(def.Name) > 200 || !utf8.ValidString(def.Name) || !strings.HasPrefix(def.Name, "Custom MCP server: éé") {
+		t.Errorf("server name %q (%d bytes)", def.Name, len(def.Name))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -46,8 +47,8 @@ func (s *Store) reconcileProjection(ctx context.Context, tx pgx.Tx, tenant strin
 	}
 	def := events.MCPServerDef{ProjectID: in.ProjectID, Slug: in.Server.Slug, Name: prov.Name + ": " + in.Label, Transport: events.MCPHTTP,
 		URL: server.URL}
-	if len(def.Name) > 200 {
-		def.Name = def.Name[:200]
+	if len(def.Name) > 200 { // a long label; cut on a character boundary
+		def.Name = strings.ToValidUTF8(def.Name[:200], "")
 	}
 	headers := map[string]string{server.HeaderName: server.HeaderPrefix + key}
 	var id, managedBy string
