@@ -106,7 +106,10 @@ type MCPServerDef struct {
 	HeaderNames []string    `json:"headerNames"`
 	Exposure    MCPExposure `json:"exposure"`
 	// Disabled keeps the server defined but out of every run.
-	Disabled  bool      `json:"disabled,omitempty"`
+	Disabled bool `json:"disabled,omitempty"`
+	// ManagedBy is "integration:<id>" for a server an integration account
+	// projects: it changes with the account, never directly.
+	ManagedBy string    `json:"managedBy,omitempty"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }

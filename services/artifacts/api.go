@@ -107,6 +107,13 @@ func (a *api) endpoints(s micro.Service, srv *svc.Server) error {
 		events.OpMCPOAuthStart:     svc.Handler(onInternal, guard(a.startMCPOAuth)),
 		events.OpMCPOAuthComplete:  svc.Handler(onInternal, guard(a.completeMCPOAuth)),
 
+		events.OpIntegrationProviders: svc.Handler(onInternal, guard(a.integrationProviders)),
+		events.OpIntegrationsList:     svc.Handler(onInternal, guard(a.listIntegrations)),
+		events.OpIntegrationsGet:      svc.Handler(onInternal, guard(a.getIntegration)),
+		events.OpIntegrationsPut:      svc.Handler(onInternal, guard(a.putIntegration)),
+		events.OpIntegrationsDelete:   svc.Handler(onInternal, guard(a.deleteIntegration)),
+		events.OpIntegrationsStatus:   svc.Handler(onInternal, guard(a.setIntegrationStatus)),
+
 		events.OpContent:  svc.Handler(onInternal, guard(a.content)),
 		events.OpExpand:   svc.Handler(onInternal, guard(a.expand)),
 		events.OpDetect:   svc.Handler(onInternal, guard(a.detect)),

@@ -18,13 +18,15 @@ import (
 
 // artifactsFix is one tenant's artifacts, made by its admin: a skill, a
 // subagent, a profile holding the skill, a provider with an account, an
-// MCP server of the tenant and one of the project (both slug mcp), and the
-// project's instructions, permissions and default profile.
+// MCP server of the tenant and one of the project (both slug mcp), the
+// project's instructions, permissions and default profile, and an
+// integration account projecting the tenant's github server.
 type artifactsFix struct {
 	skill, subagent, mcp string
 	profile              events.Profile
 	provider             events.Provider
 	account              events.Account
+	integration          events.Integration
 }
 
 const fixCredential = "sk-fixture-credential"
@@ -67,6 +69,9 @@ func (e *env) newArtifacts(t *testing.T, f tenantFix) artifactsFix {
 		Command: "docs-server", Env: map[string]string{"TOKEN": fixCredential}})
 	must("project MCP server", err)
 	art.mcp = "docs"
+	art.integration, err = c.ConnectIntegration(ctx, api.IntegrationInput{Provider: "github", Label: "work",
+		Capabilities: []string{events.CapabilityAgentTools}, Credential: fixCredential})
+	must("integration", err)
 	return art
 }
 
@@ -108,6 +113,12 @@ func (art artifactsFix) unchanged(t *testing.T, f tenantFix) {
 	if m, err := c.MCPServer(ctx, client.Layer{ProjectID: f.project.ID}, art.mcp); err != nil || m.Command != "docs-server" || len(m.EnvNames) != 1 {
 		t.Errorf("project MCP server = %+v, %v", m, err)
 	}
+	if in, err := c.Integration(ctx, art.integration.ID); err != nil || in.Label != "work" || !in.HasCredential || in.Projection == nil {
+		t.Errorf("integration = %+v, %v", in, err)
+	}
+	if m, err := c.MCPServer(ctx, client.Layer{}, "github"); err != nil || m.ManagedBy != "integration:"+art.integration.ID {
+		t.Errorf("the integration's MCP server = %+v, %v", m, err)
+	}
 	if g, err := c.Permissions(ctx, client.Layer{}); err != nil || len(g.Allow)+len(g.Deny) != 0 {
 		t.Errorf("global permissions = %+v, %v; want none", g, err)
 	}
@@ -115,7 +126,7 @@ func (art artifactsFix) unchanged(t *testing.T, f tenantFix) {
 
 // artifactTags are the route table's artifacts groups.
 var artifactTags = map[string]bool{"skills": true, "subagents": true, "instructions": true, "permissions": true,
-	"profiles": true, "accounts": true, "artifacts": true, "mcp": true}
+	"profiles": true, "accounts": true, "artifacts": true, "mcp": true, "integrations": true}
 
 // TestArtifactsAuthorization walks every artifacts route of the table: a
 // member of the tenant in no project reads the tenant-wide artifacts and
@@ -135,8 +146,8 @@ func TestArtifactsAuthorization(t *testing.T) {
 				t.Errorf("route %s %s looks like the internal %s operation", rt.Method, rt.Path, internal)
 			}
 		}
-		if !artifactTags[rt.Tag] {
-			continue
+		if !artifactTags[rt.Tag] || !rt.Auth {
+			continue // a route without a key (the OAuth callback) is no member's: TestMCPServersREST covers it
 		}
 		key := rt.Method + " " + rt.Path
 		who, role := a.outsider, "tenant member"

@@ -102,20 +102,11 @@ func TestMCPServersREST(t *testing.T) {
 		raw, _ := json.Marshal(list)
 		seen = append(seen, string(raw))
 	}
-	var audit string
-	if err := e.db.QueryRow(ctx, `SELECT coalesce(string_agg(action || ' ' || coalesce(before::text, '') || coalesce(after::text, ''), ' '), '')
-		FROM artifacts.audit_log WHERE target_type = 'mcp_server'`).Scan(&audit); err != nil {
-		t.Fatal(err)
-	}
+	audit := e.artifactsAudit(t, "mcp_server")
 	if !strings.Contains(audit, "mcp_server.put") || !strings.Contains(audit, "API_KEY") {
 		t.Errorf("audit log = %s; want the puts, with the names of the secrets", audit)
 	}
-	seen = append(seen, audit)
-	for _, s := range seen {
-		if strings.Contains(s, "secret") {
-			t.Errorf("a secret came back: %s", s)
-		}
-	}
+	wantNoSecret(t, append(seen, audit)...)
 	// The probe: only who may change a server may have it probed (its
 	// secrets go out); with no bridge serving, the route says so.
 	_, err = mem.ProbeMCPServer(ctx, global, "docs")
@@ -153,4 +144,27 @@ func TestMCPServersREST(t *testing.T) {
 	}
 	_, err = adm.MCPServer(ctx, project, "local")
 	wantStatus(t, "a deleted server", err, http.StatusNotFound)
+}
+
+// artifactsAudit is the artifacts' audit log of a target type as text:
+// each entry's action, before and after.
+func (e *env) artifactsAudit(t *testing.T, targetType string) string {
+	t.Helper()
+	var audit string
+	if err := e.db.QueryRow(context.Background(), `SELECT coalesce(string_agg(action || ' ' || coalesce(before::text, '') ||
+		coalesce(after::text, ''), ' '), '') FROM artifacts.audit_log WHERE target_type = $1`, targetType).Scan(&audit); err != nil {
+		t.Fatal(err)
+	}
+	return audit
+}
+
+// wantNoSecret fails for each text that holds "secret", which every
+// secret of the tests does.
+func wantNoSecret(t *testing.T, texts ...string) {
+	t.Helper()
+	for _, s := range texts {
+		if strings.Contains(s, "secret") {
+			t.Errorf("a secret came back: %s", s)
+		}
+	}
 }

@@ -50,6 +50,7 @@ var bodies = map[string]string{
 	"POST /v1/providers/{id}/accounts":      `{"name":"stolen","credential":"sk-stolen"}`,
 	"PUT /v1/accounts/{id}":                 `{"name":"stolen","credential":"sk-stolen"}`,
 	"POST /v1/artifacts/adopt":              `{"type":"skill","engine":"claude-code","path":"/nowhere/x"}`,
+	"PATCH /v1/integrations/{id}":           `{"label":"stolen","credential":"stolen"}`,
 }
 
 // body returns the request body the sweeps send to a route.
@@ -72,6 +73,7 @@ func filler(a tenantFix, art artifactsFix) func(path string) string {
 		{"/v1/profiles/", art.profile.ID},
 		{"/v1/providers/", art.provider.ID},
 		{"/v1/accounts/", art.account.ID},
+		{"/v1/integrations/", art.integration.ID},
 	}
 	slugs := []struct{ prefix, slug string }{{"/v1/skills/", art.skill}, {"/v1/subagents/", art.subagent}}
 	return func(path string) string {

@@ -400,6 +400,10 @@ var sealedTables = []sealedTable{
 	{name: "artifacts.source_credentials", key: "project_id", ad: sourceAD},
 	{name: "artifacts.mcp_servers", key: "id", ad: mcpAD},
 	{name: "artifacts.mcp_oauth_pending", key: "nonce", ad: pendingAD},
+	{name: "artifacts.integration_accounts", key: "id", ad: integrationAD},
+	// An adopted MCP server's credential, kept to put back: sealed for
+	// the server's row.
+	{name: "artifacts.integration_projections", key: "server_id", ad: mcpAD},
 }
 
 // resealTable re-seals with next every credential of t not sealed with it

@@ -16,16 +16,19 @@ import (
 	"clopen.dev/services/artifacts/internal/skills"
 )
 
-// mcpColumns are an MCP server's columns in scanMCPServer's order.
+// mcpColumns are an MCP server's columns in scanMCPServer's order, the
+// last naming the integration that projects it ("" for none); the table
+// is read as artifacts.mcp_servers, unaliased.
 const mcpColumns = `id::text, project_id, slug, name, transport, url, command, args, env_names, header_names, exposure,
-	NOT enabled, created_at, updated_at`
+	NOT enabled, created_at, updated_at, coalesce((SELECT 'integration:' || ip.account_id::text FROM artifacts.integration_projections ip
+		WHERE ip.tenant_id = mcp_servers.tenant_id AND ip.server_id = mcp_servers.id), '')`
 
 func scanMCPServer(row pgx.Row) (events.MCPServerDef, error) {
 	var d events.MCPServerDef
 	var transport string
 	var args, env, headers, exposure []byte
 	if err := row.Scan(&d.ID, &d.ProjectID, &d.Slug, &d.Name, &transport, &d.URL, &d.Command, &args, &env, &headers,
-		&exposure, &d.Disabled, &d.CreatedAt, &d.UpdatedAt); err != nil {
+		&exposure, &d.Disabled, &d.CreatedAt, &d.UpdatedAt, &d.ManagedBy); err != nil {
 		return events.MCPServerDef{}, mapErr(err)
 	}
 	d.Transport = events.MCPTransport(transport)
@@ -173,7 +176,8 @@ func ValidateMCPServer(d events.MCPServerDef, env, headers map[string]string) er
 	return nil
 }
 
-// PutMCPServer creates or replaces the server of d's scope and slug. env
+// PutMCPServer creates or replaces the server of d's scope and slug (not
+// one an integration projects: ErrConflict naming it). env
 // and headers, when not nil, are sealed in place of the stored ones; nil
 // keeps them (and a change of transport then keeps none that no longer
 // fit, which is refused). It returns the server as stored.
@@ -188,6 +192,9 @@ func (s *Store) PutMCPServer(ctx context.Context, tenant string, d events.MCPSer
 	exposure, _ := json.Marshal(d.Exposure)
 	creating := false
 	rev, err := s.change(ctx, tenant, mcpServerTarget("mcp_server.put", tenant, d.ProjectID, d.Slug), func(tx pgx.Tx) error {
+		if err := refuseManaged(ctx, tx, tenant, d.ProjectID, d.Slug); err != nil {
+			return err
+		}
 		var id, oldURL string
 		var old *string
 		err := tx.QueryRow(ctx, `SELECT id::text, credential, url FROM artifacts.mcp_servers WHERE tenant_id = $1 AND project_id = $2 AND slug = $3
@@ -249,9 +256,13 @@ func (s *Store) PutMCPServer(ctx context.Context, tenant string, d events.MCPSer
 	return got, rev, err
 }
 
-// DeleteMCPServer removes one server of a scope.
+// DeleteMCPServer removes one server of a scope, unless an integration
+// projects it (ErrConflict naming it).
 func (s *Store) DeleteMCPServer(ctx context.Context, tenant, project, slug string) (int64, error) {
 	return s.change(ctx, tenant, mcpServerTarget("mcp_server.delete", tenant, project, slug), func(tx pgx.Tx) error {
+		if err := refuseManaged(ctx, tx, tenant, project, slug); err != nil {
+			return err
+		}
 		return affected(tx.Exec(ctx, `DELETE FROM artifacts.mcp_servers WHERE tenant_id = $1 AND project_id = $2 AND slug = $3`,
 			tenant, project, slug))
 	})

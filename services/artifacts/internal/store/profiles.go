@@ -235,7 +235,8 @@ func (s *Store) SetProjectDefault(ctx context.Context, tenant, project, profile 
 }
 
 // ForgetProject deletes every row scoped to project: its instructions,
-// permission layer and default profile. Forgetting a project with none is
+// permission layer, default profile, source credential, MCP servers and
+// integration accounts. Forgetting a project with none is
 // not an error, so a retried project deletion succeeds.
 func (s *Store) ForgetProject(ctx context.Context, tenant, project string) (int64, error) {
 	if project == "" || len(project) > 128 {
@@ -247,6 +248,7 @@ func (s *Store) ForgetProject(ctx context.Context, tenant, project string) (int6
 			`DELETE FROM artifacts.permission_sets WHERE tenant_id = $1 AND scope = 'project' AND project_id = $2`,
 			`DELETE FROM artifacts.project_defaults WHERE tenant_id = $1 AND project_id = $2`,
 			`DELETE FROM artifacts.source_credentials WHERE tenant_id = $1 AND project_id = $2`,
+			`DELETE FROM artifacts.integration_accounts WHERE tenant_id = $1 AND project_id = $2`, // and their projections
 			`DELETE FROM artifacts.mcp_servers WHERE tenant_id = $1 AND project_id = $2`,
 		} {
 			if _, err := tx.Exec(ctx, q, tenant, project); err != nil {

@@ -1,6 +1,6 @@
 // Package artifacts is the gateway's side of the artifacts service: skills,
 // subagents, instructions, permission sets, profiles, engine providers and
-// accounts, fetched and changed over svc.Call with the caller's
+// accounts, external MCP servers and integration accounts, fetched and changed over svc.Call with the caller's
 // events.Caller, built from its API key and nothing else, and the caller
 // token the gateway signs for it (identity.Bus). artifacts scopes
 // every request by that tenant; the gateway adds who may do what:
@@ -8,7 +8,7 @@
 //   - any user of the tenant reads its tenant-wide artifacts;
 //   - only tenant admins change them (skills, subagents, global
 //     instructions and permissions, profiles and their permissions,
-//     providers, accounts) and detect or adopt engine entries: a member
+//     providers, accounts, integrations) and detect or adopt engine entries: a member
 //     gets apierr.ErrForbidden;
 //   - project-scoped ones (a project's instructions, permissions and
 //     default profile) need a project the caller may use, else

@@ -39,6 +39,9 @@ func (rt Route) Status() int { return rt.ep.status }
 // handler.
 func (s *Server) Routes() []Route { return s.routes() }
 
+// managedServer is the error of the routes that change an MCP server.
+var managedServer = map[int]string{http.StatusConflict: "an integration projects the server (managedBy names it): change or disconnect the integration"}
+
 // sourceErrors are the errors of the routes that clone a git source.
 var sourceErrors = map[int]string{
 	http.StatusBadRequest: "the URL is refused (only https, without credentials) or the branch name is invalid",
@@ -177,8 +180,8 @@ func (s *Server) routes() []Route {
 		key("mcp", "GET", "/v1/mcp-servers", "The tenant's external MCP servers; env and headers by name only", handle(s, ok, s.listMCPServers(tenantLayer))),
 		key("mcp", "POST", "/v1/mcp-servers", "Add an external MCP server: stdio (command, args, env) or http (url, headers); env and headers are sealed and write-only (admins)", handle(s, created, s.createMCPServer(tenantLayer))),
 		key("mcp", "GET", "/v1/mcp-servers/{slug}", "One of the tenant's MCP servers", handle(s, ok, s.getMCPServer(tenantLayer))),
-		key("mcp", "PUT", "/v1/mcp-servers/{slug}", "Replace an MCP server; env or headers left out are kept, {} clears them (admins)", handle(s, ok, s.replaceMCPServer(tenantLayer))),
-		key("mcp", "DELETE", "/v1/mcp-servers/{slug}", "Delete an MCP server (admins)", handle(s, gone, s.deleteMCPServer(tenantLayer))),
+		withErrors(key("mcp", "PUT", "/v1/mcp-servers/{slug}", "Replace an MCP server; env or headers left out are kept, {} clears them (admins)", handle(s, ok, s.replaceMCPServer(tenantLayer))), managedServer),
+		withErrors(key("mcp", "DELETE", "/v1/mcp-servers/{slug}", "Delete an MCP server (admins)", handle(s, gone, s.deleteMCPServer(tenantLayer))), managedServer),
 		withErrors(key("mcp", "POST", "/v1/mcp-servers/{slug}/probe", "Check an MCP server as a run reaches it (initialize, then tools/list): state ok, needs_auth, needs_config, unreachable or error, with the reason (admins)", handle(s, ok, s.probeMCPServer(tenantLayer))),
 			map[int]string{http.StatusServiceUnavailable: "the MCP bridge is not running"}),
 		withErrors(key("mcp", "POST", "/v1/mcp-servers/{slug}/oauth", "Start signing in to a remote MCP server that wants OAuth: discovery (RFC 9728, RFC 8414), "+
@@ -188,8 +191,8 @@ func (s *Server) routes() []Route {
 		key("mcp", "GET", "/v1/projects/{id}/mcp-servers", "A project's own MCP servers (they hide the tenant's of the same slug in its runs)", handle(s, ok, s.listMCPServers(projectLayer))),
 		key("mcp", "POST", "/v1/projects/{id}/mcp-servers", "Add an MCP server to a project (owners, admins)", handle(s, created, s.createMCPServer(projectLayer))),
 		key("mcp", "GET", "/v1/projects/{id}/mcp-servers/{slug}", "One of a project's MCP servers", handle(s, ok, s.getMCPServer(projectLayer))),
-		key("mcp", "PUT", "/v1/projects/{id}/mcp-servers/{slug}", "Replace a project's MCP server (owners, admins)", handle(s, ok, s.replaceMCPServer(projectLayer))),
-		key("mcp", "DELETE", "/v1/projects/{id}/mcp-servers/{slug}", "Delete a project's MCP server (owners, admins)", handle(s, gone, s.deleteMCPServer(projectLayer))),
+		withErrors(key("mcp", "PUT", "/v1/projects/{id}/mcp-servers/{slug}", "Replace a project's MCP server (owners, admins)", handle(s, ok, s.replaceMCPServer(projectLayer))), managedServer),
+		withErrors(key("mcp", "DELETE", "/v1/projects/{id}/mcp-servers/{slug}", "Delete a project's MCP server (owners, admins)", handle(s, gone, s.deleteMCPServer(projectLayer))), managedServer),
 		withErrors(key("mcp", "POST", "/v1/projects/{id}/mcp-servers/{slug}/probe", "Check a project's MCP server as its runs reach it (owners, admins)", handle(s, ok, s.probeMCPServer(projectLayer))),
 			map[int]string{http.StatusServiceUnavailable: "the MCP bridge is not running"}),
 		withErrors(key("mcp", "POST", "/v1/projects/{id}/mcp-servers/{slug}/oauth", "Start signing in to a project's remote MCP server that wants OAuth (owners, admins)",
@@ -222,6 +225,7 @@ func (s *Server) routes() []Route {
 	routes = append(routes, s.sessionRoutes()...)
 	routes = append(routes, s.fileRoutes(key)...)
 	routes = append(routes, s.auditRoutes(key)...)
+	routes = append(routes, s.integrationRoutes(key)...)
 	return append(routes, s.engineRoutes(key)...)
 }
 

@@ -296,6 +296,77 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The integration accounts the caller may see (the tenant's, and its projects'); credentials are never returned */
+        get: operations["getIntegrations"];
+        put?: never;
+        /** Connect an account (admins); its credential is sealed and write-only. With agent-tools it projects an MCP server of its scope: it creates the server of its slug, or adopts the one there, which disconnecting puts back */
+        post: operations["postIntegrations"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/providers": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The built-in catalog of integration providers: what each offers, how it authenticates, the MCP server its accounts project */
+        get: operations["getIntegrationsProviders"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/integrations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An integration account */
+        get: operations["getIntegrationsId"];
+        put?: never;
+        post?: never;
+        /** Disconnect an account (admins): the MCP server it created is deleted, one it adopted is put back as it was */
+        delete: operations["deleteIntegrationsId"];
+        options?: never;
+        head?: never;
+        /** Change an account's label, capabilities, server or credential (admins); its projected MCP server follows */
+        patch: operations["patchIntegrationsId"];
+        trace?: never;
+    };
+    "/v1/integrations/{id}/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Probe the MCP server an account projects as a run reaches it and record the account's status: ok, needs_auth, needs_config or error, with the reason (admins) */
+        post: operations["postIntegrationsIdCheck"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp-oauth/callback": {
         parameters: {
             query?: never;
@@ -1691,6 +1762,64 @@ export interface components {
             content: string;
             enabled?: boolean;
         };
+        Integration: {
+            capabilities: string[];
+            /** Format: date-time */
+            createdAt: string;
+            hasCredential: boolean;
+            id: string;
+            label: string;
+            projectId?: string;
+            projection?: components["schemas"]["IntegrationProjection"];
+            provider: string;
+            server: components["schemas"]["IntegrationServer"];
+            /** @description unknown (changed since its last check, or never checked), ok, needs_auth, needs_config or error */
+            status: string;
+            statusReason?: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        IntegrationInput: {
+            capabilities?: string[];
+            credential: string;
+            label: string;
+            projectId?: string;
+            provider: string;
+            server?: components["schemas"]["IntegrationServer"];
+        };
+        IntegrationPatch: {
+            capabilities?: string[];
+            credential?: string;
+            label?: string;
+            server?: components["schemas"]["IntegrationServer"];
+        };
+        IntegrationProjection: {
+            adopted: boolean;
+            projectId?: string;
+            serverId: string;
+            slug: string;
+        };
+        IntegrationProvider: {
+            /** @description api-key: the account's credential is a key the MCP server gets in a header */
+            auth: string;
+            /** @description what its accounts may be given: agent-tools (its MCP server in the runs of the account's scope) */
+            capabilities: string[];
+            id: string;
+            name: string;
+            server: components["schemas"]["IntegrationServer"];
+        };
+        IntegrationProviders: {
+            providers: components["schemas"]["IntegrationProvider"][];
+        };
+        IntegrationServer: {
+            headerName?: string;
+            headerPrefix?: string;
+            slug?: string;
+            url?: string;
+        };
+        Integrations: {
+            integrations: components["schemas"]["Integration"][];
+        };
         LegacyCommand: {
             argumentHint?: string;
             body: string;
@@ -1724,6 +1853,7 @@ export interface components {
             exposure: components["schemas"]["MCPExposure"];
             headerNames: string[];
             id: string;
+            managedBy?: string;
             name: string;
             projectId?: string;
             slug: string;
@@ -3263,6 +3393,385 @@ export interface operations {
             };
         };
     };
+    getIntegrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Integrations"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postIntegrations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IntegrationInput"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Integration"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the label is taken for the provider in the scope, or the MCP server of the slug is another integration's (the message names it) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getIntegrationsProviders: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["IntegrationProviders"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getIntegrationsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Integration"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deleteIntegrationsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description No Content */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    patchIntegrationsId: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["IntegrationPatch"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Integration"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the label is taken for the provider in the scope, or the MCP server of the slug is another integration's (the message names it) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    postIntegrationsIdCheck: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Integration"];
+                };
+            };
+            /** @description missing, invalid, expired or revoked API key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the account projects no MCP server (it lacks agent-tools) */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the key's rate limit is exhausted; see Retry-After */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description the MCP bridge is not running */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an error */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getMcpOauthCallback: {
         parameters: {
             query?: {
@@ -3501,6 +4010,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description an integration projects the server (managedBy names it): change or disconnect the integration */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the key's rate limit is exhausted; see Retry-After */
             429: {
                 headers: {
@@ -3541,6 +4059,15 @@ export interface operations {
             };
             /** @description missing, invalid, expired or revoked API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an integration projects the server (managedBy names it): change or disconnect the integration */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5118,6 +5645,15 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            /** @description an integration projects the server (managedBy names it): change or disconnect the integration */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             /** @description the key's rate limit is exhausted; see Retry-After */
             429: {
                 headers: {
@@ -5159,6 +5695,15 @@ export interface operations {
             };
             /** @description missing, invalid, expired or revoked API key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /** @description an integration projects the server (managedBy names it): change or disconnect the integration */
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
