@@ -88,6 +88,12 @@ func TestIntegrationProjectsItsMCPServer(t *testing.T) {
 		}
 	}
 
+	// Nor an OAuth sign-in, which the integration's next change would drop.
+	err = e.call(events.OpMCPOAuthStart, events.MCPOAuthStart{MCPServerRef: events.MCPServerRef{Caller: a, Slug: "github"}}, nil)
+	if status(err) != http.StatusConflict || !strings.Contains(err.Error(), "integration:"+gh.ID) {
+		t.Errorf("an OAuth sign-in to the projected server = %v; want 409 naming integration %s", err, gh.ID)
+	}
+
 	// A new key re-seals the server's header; a label change keeps the key.
 	const key2 = "ghp_integration-secret-2"
 	e.must(events.OpIntegrationsPut, events.IntegrationPut{Caller: a, Integration: events.Integration{ID: gh.ID, Label: "work",

@@ -67,6 +67,10 @@ func (a *api) startMCPOAuth(ctx context.Context, t string, r events.MCPOAuthStar
 	if d.Transport != events.MCPHTTP {
 		return out, svc.Invalid("MCP server %s is a stdio server; only remote (http) servers sign in with OAuth", d.Slug)
 	}
+	if d.ManagedBy != "" {
+		return out, svc.Errorf(http.StatusConflict, "conflict",
+			"MCP server %s is managed by %s, whose credential it uses: sign in through the integration, not the server", d.Slug, d.ManagedBy)
+	}
 	if a.oauth == nil {
 		return out, svc.Errorf(http.StatusConflict, "public_url_unset",
 			"MCP sign-in needs the gateway's public URL for its callback: set %s on the artifacts service", EnvPublicURL)

@@ -115,6 +115,11 @@ func (s *Store) SetMCPGrant(ctx context.Context, tenant, id string, g MCPGrant) 
 		if transport != string(events.MCPHTTP) {
 			return fmt.Errorf("%w: mcp server %s is not a remote server", ErrInvalid, slug)
 		}
+		// An integration's next change would drop the grant: its account
+		// holds the server's credential.
+		if err := refuseManaged(ctx, tx, tenant, project, slug); err != nil {
+			return err
+		}
 		var sec mcpSecrets
 		if sealed != nil {
 			if sec, err = s.openMCPSecrets(*sealed, tenant, id); err != nil {
