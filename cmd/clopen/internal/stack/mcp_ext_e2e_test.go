@@ -25,12 +25,13 @@ import (
 	bridge "clopen.dev/services/mcp-bridge"
 )
 
-// mcpExtEngines are the engines TestMCPExternalServer runs a turn of.
+// mcpExtEngines are the engines TestMCPExternalServer runs a turn of:
+// every installable one.
 // Claude Code defers MCP tools behind its ToolSearch tool, which fakellm
 // calls first. Qwen names an MCP call by the bare tool name until it
 // completes; with clopen and one tenant server in the session the adapter
 // still tells which server has it (acp.bareMCPServer).
-var mcpExtEngines = []events.EngineType{events.EngineClaudeCode, events.EnginePi, events.EngineCodex, events.EngineGemini, events.EngineQwen}
+var mcpExtEngines = []events.EngineType{events.EngineClaudeCode, events.EnginePi, events.EngineCodex, events.EngineGemini, events.EngineQwen, events.EngineCopilot, events.EngineOpenCode, events.EngineCline}
 
 // echoServer is a remote MCP server (Streamable HTTP) with one tool, echo;
 // it counts the calls and keeps the Authorization header it last saw.
