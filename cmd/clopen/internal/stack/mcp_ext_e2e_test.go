@@ -3,10 +3,13 @@ package stack
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -140,17 +143,55 @@ func TestMCPExternalServer(t *testing.T) {
 	if st, err := b.c.ProbeMCPServer(ctx, client.Layer{}, local); err != nil || st.State != "ok" || st.Tools < 5 {
 		t.Fatalf("probe of the stdio server = %+v, %v; want ok with its tools", st, err)
 	}
+	// The same third-party server as another tenant's remote server, over
+	// Streamable HTTP (a tenant of its own: fakellm calls the first echo).
+	hb := h.account("mcpext-http")
+	const remote = "everything-http"
+	if _, err := hb.c.CreateMCPServer(ctx, client.Layer{}, api.MCPServerInput{Slug: remote, Transport: events.MCPHTTP,
+		URL: startEverythingHTTP(t, everything)}); err != nil {
+		t.Fatalf("create remote server: %v", err)
+	}
 	for _, e := range ready {
 		if e != events.EnginePi && e != events.EngineCodex {
-			continue // one HTTP turn per engine above is enough; stdio differs only in the bridge
+			continue // one turn per engine above is enough; these differ only in the bridge
 		}
-		t.Run("stdio/"+string(e), func(t *testing.T) {
-			_, result := echoTurn(t, b, e, local)
-			// server-everything's echo answers "Echo: <message>".
-			if !strings.Contains(result, "Echo: hi") {
-				t.Errorf("the echo tool's result is %q, want the stdio server's answer", result)
-			}
-		})
+		for slug, owner := range map[string]account{local: b, remote: hb} {
+			t.Run(slug+"/"+string(e), func(t *testing.T) {
+				_, result := echoTurn(t, owner, e, slug)
+				// server-everything's echo answers "Echo: <message>".
+				if !strings.Contains(result, "Echo: hi") {
+					t.Errorf("the echo tool's result is %q, want server-everything's answer", result)
+				}
+			})
+		}
+	}
+}
+
+// startEverythingHTTP runs the pinned server-everything of entry over
+// Streamable HTTP on a free loopback port until the test ends, and
+// returns its endpoint once it answers.
+func startEverythingHTTP(t *testing.T, entry string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	cmd := exec.Command("node", entry, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+port)
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start server-everything over HTTP: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
+			c.Close()
+			return "http://127.0.0.1:" + port + "/mcp"
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server-everything did not listen on port %s within 30 s", port)
+		}
 	}
 }
 
