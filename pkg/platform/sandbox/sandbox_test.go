@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"clopen.dev/pkg/platform/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) {
@@ -13,20 +15,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the sandbox needs root")
-		}
-		t.Skip("the sandbox needs root")
-	}
-}
-
 // TestBwrapCheck proves every property Check verifies holds with
 // bubblewrap on this host.
 func TestBwrapCheck(t *testing.T) {
-	needRoot(t)
+	sandboxtest.NeedRoot(t)
 	if err := (&Bwrap{}).Check(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +49,7 @@ func TestSpecRefusesRoot(t *testing.T) {
 // TestCommandRunsAsTenant runs a shell in the sandbox with tight limits and
 // checks who it is.
 func TestCommandRunsAsTenant(t *testing.T) {
-	needRoot(t)
+	sandboxtest.NeedRoot(t)
 	ws := t.TempDir()
 	cmd, err := (&Bwrap{}).Command(Spec{UID: 100123, GID: 100123, Workspace: ws,
 		Limits: Limits{MemoryBytes: 1536 << 20, Procs: 96}}, []string{"/bin/sh", "-c", "id -u; pwd; ls /etc/ssl >/dev/null; grep -q :100123: /etc/passwd"})
@@ -80,7 +72,7 @@ func TestCommandRunsAsTenant(t *testing.T) {
 // from a file the command itself cannot read, and never on bwrap's
 // command line.
 func TestCommandEnvReachesOnlyTheCommand(t *testing.T) {
-	needRoot(t)
+	sandboxtest.NeedRoot(t)
 	cmd, err := (&Bwrap{}).Command(Spec{UID: 100124, GID: 100124, Workspace: t.TempDir(), CommandEnv: []string{"SECRET=s3cr3t value"}},
 		[]string{"/bin/sh", "-c", `echo "$SECRET"; cat /.clopen/env 2>/dev/null || echo unreadable`})
 	if err != nil {

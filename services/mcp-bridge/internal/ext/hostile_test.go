@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/sandbox/sandboxtest"
 	"clopen.dev/services/mcp-bridge/internal/confine"
 	"clopen.dev/services/mcp-bridge/internal/ext"
 )
@@ -88,16 +89,6 @@ func unconfined(ctx context.Context, _ string, s events.ResolvedMCPServer) (*exe
 	return cmd, func() {}, nil
 }
 
-func needRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the sandbox needs root")
-		}
-		t.Skip("the sandbox needs root")
-	}
-}
-
 // hostileBridge serves tenant B's hostile stdio server through a Handler
 // that launches it with launch, and connects to it as B's run.
 func hostileBridge(t *testing.T, launch ext.Launcher, o ext.Options) (*mcp.ClientSession, string) {
@@ -149,7 +140,7 @@ func confined(t *testing.T, dir string) ext.Launcher {
 // the server is started on the host as it is, and fails in the sandbox,
 // where the server can still use its own working dir.
 func TestStdioServerIsConfined(t *testing.T) {
-	needRoot(t)
+	sandboxtest.NeedRoot(t)
 	t.Setenv(bridgeSecret, "bridge-secret-value")
 	dir := t.TempDir()
 	// Tenant A's server's file, where the bridge keeps it.
@@ -224,7 +215,7 @@ func TestStdioServerIsConfined(t *testing.T) {
 // crashes (the call in flight says so, with its stderr) or idles out;
 // the next call starts it again.
 func TestStdioServerLifecycle(t *testing.T) {
-	needRoot(t)
+	sandboxtest.NeedRoot(t)
 	launch := confined(t, t.TempDir())
 	var pids []int
 	counting := func(ctx context.Context, tenant string, s events.ResolvedMCPServer) (*exec.Cmd, func(), error) {
