@@ -193,7 +193,8 @@ func (w *Worker) execute(ctx context.Context, r *run, log interface {
 		defer remove()
 		req.MCPServers = append(req.MCPServers, engine.MCPServer{Name: MCPServerName, URL: url})
 		for _, slug := range prep.mcpServers {
-			req.MCPServers = append(req.MCPServers, engine.MCPServer{Name: slug, URL: url + "/ext/" + slug})
+			req.MCPServers = append(req.MCPServers, engine.MCPServer{Name: slug, URL: url + "/ext/" + slug,
+				Tools: func(ctx context.Context) ([]string, error) { return w.mcp.Tools(ctx, url, slug) }})
 		}
 	}
 	// The session's state comes first: a turn that ran without the files

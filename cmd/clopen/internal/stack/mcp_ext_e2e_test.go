@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -31,9 +32,10 @@ import (
 // mcpExtEngines are the engines TestMCPExternalServer runs a turn of:
 // every installable one.
 // Claude Code defers MCP tools behind its ToolSearch tool, which fakellm
-// calls first. Qwen names an MCP call by the bare tool name until it
-// completes; with clopen and one tenant server in the session the adapter
-// still tells which server has it (acp.bareMCPServer).
+// calls first. Qwen names an MCP call it asks permission for by the bare
+// tool name; with clopen and one tenant server in the session the adapter
+// tells which server has it (acp.bareMCPServer), with more the worker
+// lists their tools (the two-servers case).
 var mcpExtEngines = []events.EngineType{events.EngineClaudeCode, events.EnginePi, events.EngineCodex, events.EngineGemini, events.EngineQwen, events.EngineCopilot, events.EngineOpenCode, events.EngineCline}
 
 // echoServer is a remote MCP server (Streamable HTTP) with one tool, echo;
@@ -44,12 +46,15 @@ type echoServer struct {
 	auth  atomic.Value
 }
 
-func startEchoServer(t *testing.T) *echoServer {
+func startEchoServer(t *testing.T) *echoServer { return startToolServer(t, "echo") }
+
+// startToolServer is an echoServer whose one tool is named tool.
+func startToolServer(t *testing.T, tool string) *echoServer {
 	t.Helper()
 	e := &echoServer{}
 	e.auth.Store("")
-	s := mcp.NewServer(&mcp.Implementation{Name: "echo-server", Version: "1"}, nil)
-	s.AddTool(&mcp.Tool{Name: "echo", Description: "Echoes its text.",
+	s := mcp.NewServer(&mcp.Implementation{Name: tool + "-server", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: tool, Description: "Echoes its text.",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`)},
 		func(_ context.Context, r *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			e.calls.Add(1)
@@ -109,6 +114,27 @@ func TestMCPExternalServer(t *testing.T) {
 			}
 			if got := echo.auth.Load(); got != "Bearer upstream-secret" {
 				t.Errorf("the server saw Authorization %q, want the sealed header", got)
+			}
+		})
+	}
+
+	// Qwen names the call by its bare tool name; with two tenant servers
+	// beside Clopen's own, the worker lists their tools to tell whose it
+	// is (without that the call was saved as Unknown:echo).
+	if slices.Contains(ready, events.EngineQwen) {
+		t.Run("two-servers/qwen", func(t *testing.T) {
+			two := h.account("mcpext-two")
+			notes := startToolServer(t, "take_note")
+			for slug, url := range map[string]string{"notes": notes.URL + "/mcp", slug: echo.URL + "/mcp"} {
+				if _, err := two.c.CreateMCPServer(ctx, client.Layer{}, api.MCPServerInput{Slug: slug, Transport: events.MCPHTTP,
+					URL: url, Headers: map[string]string{"Authorization": "Bearer upstream-secret"}}); err != nil {
+					t.Fatalf("create server %s: %v", slug, err)
+				}
+			}
+			before := echo.calls.Load()
+			echoTurn(t, two, events.EngineQwen, slug)
+			if echo.calls.Load() == before {
+				t.Error("the echo server saw no call")
 			}
 		})
 	}

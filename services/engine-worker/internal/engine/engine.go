@@ -90,6 +90,10 @@ type MCPServer struct {
 	Name    string
 	URL     string
 	Headers map[string]string
+	// Tools, when set, lists the names of the tools the server offers the
+	// turn, as its agent sees them. An adapter whose agent names a call by
+	// its bare tool name asks it to tell servers apart.
+	Tools func(ctx context.Context) ([]string, error)
 }
 
 // PromptText joins the text blocks of the prompt.

@@ -19,6 +19,8 @@
 package mcpproxy
 
 import (
+	"cmp"
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -36,6 +38,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/sandbox"
@@ -171,7 +175,50 @@ func (p *Proxy) Register(c bustoken.Claims, dispatch string) (runURL string, rem
 // bridge's /mcp and /mcp/ext/<slug> with a fresh token of the key's run.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rest, ok := strings.CutPrefix(r.URL.Path, "/run/")
+	if !ok {
+		refuse(w, errNotRunning.Error())
+		return
+	}
 	key, sub, _ := strings.Cut(rest, "/")
+	t, err := p.target(key, sub)
+	if err != nil {
+		refuse(w, err.Error())
+		return
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(t.url)
+			pr.Out.URL.Path, pr.Out.URL.RawPath = t.url.Path, ""
+			t.authorize(pr.Out.Header)
+		},
+		// A streamed answer (server-sent events) goes out as it comes.
+		FlushInterval: -1,
+	}
+	rp.ServeHTTP(w, r)
+}
+
+var errNotRunning = errors.New("this run is not running, or the path is not one of its MCP servers")
+
+// forward is where a run's request for one of its servers goes: the
+// bridge's URL of the server and the run's tokens for it.
+type forward struct {
+	url      *url.URL
+	token    string
+	dispatch string // only for an external server
+}
+
+// authorize puts f's tokens on h in place of any there.
+func (f forward) authorize(h http.Header) {
+	h.Set("Authorization", "Bearer "+f.token)
+	h.Del(bustoken.DispatchHeader)
+	if f.dispatch != "" {
+		h.Set(bustoken.DispatchHeader, f.dispatch)
+	}
+}
+
+// target is the forward of the run of key for sub, "mcp" or
+// "mcp/ext/<slug>", with a fresh mcp token.
+func (p *Proxy) target(key, sub string) (forward, error) {
 	p.mu.Lock()
 	run, known := p.runs[key]
 	bridge, signer := p.bridge, p.signer
@@ -180,30 +227,67 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if external && (slug == "" || strings.Contains(slug, "/")) {
 		external = false
 	}
-	if !ok || !known || path.Clean("/"+sub) != "/"+sub || (sub != "mcp" && !external) {
-		refuse(w, "this run is not running, or the path is not one of its MCP servers")
-		return
+	if !known || bridge == nil || path.Clean("/"+sub) != "/"+sub || (sub != "mcp" && !external) {
+		return forward{}, errNotRunning
 	}
 	tok, err := signer.Sign(run.claims)
 	if err != nil {
-		refuse(w, "no token for this run: "+err.Error())
-		return
+		return forward{}, fmt.Errorf("no token for this run: %w", err)
 	}
-	rp := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(bridge)
-			pr.Out.URL.Path = strings.TrimSuffix(bridge.Path, "/") + "/" + sub
-			pr.Out.URL.RawPath = ""
-			pr.Out.Header.Set("Authorization", "Bearer "+tok)
-			pr.Out.Header.Del(bustoken.DispatchHeader)
-			if external {
-				pr.Out.Header.Set(bustoken.DispatchHeader, run.dispatch)
-			}
-		},
-		// A streamed answer (server-sent events) goes out as it comes.
-		FlushInterval: -1,
+	u := *bridge
+	u.Path = strings.TrimSuffix(bridge.Path, "/") + "/" + sub
+	f := forward{url: &u, token: tok}
+	if external {
+		f.dispatch = run.dispatch
 	}
-	rp.ServeHTTP(w, r)
+	return f, nil
+}
+
+// Tools lists the names of the tools the server slug ("" for Clopen's
+// own) offers the run that runURL (from Register) belongs to, as its agent
+// sees them through the bridge. It goes to the bridge directly, with the
+// tokens a request of the agent's would get, while the run is registered.
+func (p *Proxy) Tools(ctx context.Context, runURL, slug string) ([]string, error) {
+	u, err := url.Parse(runURL)
+	if err != nil {
+		return nil, err
+	}
+	rest, ok := strings.CutPrefix(u.Path, "/run/")
+	key, sub, _ := strings.Cut(rest, "/")
+	if !ok || sub != "mcp" {
+		return nil, fmt.Errorf("mcp proxy: %q is not a run's URL", runURL)
+	}
+	if slug != "" {
+		sub += "/ext/" + slug
+	}
+	t, err := p.target(key, sub)
+	if err != nil {
+		return nil, err
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "clopen-worker", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: t.url.String(), MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: authorized{t}}}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp server %s: %w", cmp.Or(slug, "clopen"), err)
+	}
+	defer cs.Close()
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("mcp server %s: tools/list: %w", cmp.Or(slug, "clopen"), err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names, nil
+}
+
+// authorized sends every request with a forward's tokens.
+type authorized struct{ f forward }
+
+func (a authorized) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	a.f.authorize(r.Header)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // refuse answers 401 with a JSON-RPC error, as the bridge does.

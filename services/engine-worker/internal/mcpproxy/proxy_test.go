@@ -1,12 +1,16 @@
 package mcpproxy
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"clopen.dev/pkg/platform/bustoken"
 )
@@ -121,5 +125,93 @@ func TestProxy(t *testing.T) {
 	}
 	if c, err := keys.Verifier().Verify(up.tokens[2], bustoken.MCP); err != nil || c.RunID != "r3" {
 		t.Errorf("the next run's request carried %+v (%v), want run r3's", c, err)
+	}
+}
+
+// TestTools: the worker lists a run's server's tools through the bridge
+// with the tokens the agent's requests get (a fresh mcp token of the run,
+// and its dispatch token for an external server), and only while the run
+// is registered.
+func TestTools(t *testing.T) {
+	keys := bustoken.Generate()
+	signer, _ := keys.MCPSigner()
+	var seen struct {
+		sync.Mutex
+		paths, dispatch []string
+		runs            []string
+	}
+	server := func(names ...string) *mcp.Server {
+		s := mcp.NewServer(&mcp.Implementation{Name: "bridge", Version: "1"}, nil)
+		for _, n := range names {
+			s.AddTool(&mcp.Tool{Name: n, InputSchema: json.RawMessage(`{"type":"object"}`)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return &mcp.CallToolResult{}, nil
+				})
+		}
+		return s
+	}
+	own, docs := server("ask_user", "notify"), server("search", "fetch")
+	h := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		if r.URL.Path == "/mcp/ext/docs" {
+			return docs
+		}
+		return own
+	}, nil)
+	bridge := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := keys.Verifier().Verify(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), bustoken.MCP)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		seen.Lock()
+		seen.paths = append(seen.paths, r.URL.Path)
+		seen.dispatch = append(seen.dispatch, r.Header.Get(bustoken.DispatchHeader))
+		seen.runs = append(seen.runs, c.RunID)
+		seen.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	defer bridge.Close()
+	p, err := ListenLoopback()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Configure(bridge.URL, signer); err != nil {
+		t.Fatal(err)
+	}
+	url, remove := p.Register(bustoken.Claims{TenantID: "t1", SessionID: "s1", RunID: "r1", Servers: []string{"docs"}}, "dispatch-of-r1")
+	ctx := context.Background()
+	got, err := p.Tools(ctx, url, "docs")
+	if err != nil || strings.Join(got, ",") != "search,fetch" && strings.Join(got, ",") != "fetch,search" {
+		t.Fatalf("docs lists %v (%v), want search and fetch", got, err)
+	}
+	if got, err := p.Tools(ctx, url, ""); err != nil || len(got) != 2 {
+		t.Fatalf("Clopen's own server lists %v (%v), want its two tools", got, err)
+	}
+	seen.Lock()
+	for i, path := range seen.paths {
+		wantDispatch := ""
+		if path == "/mcp/ext/docs" {
+			wantDispatch = "dispatch-of-r1"
+		}
+		if seen.runs[i] != "r1" || seen.dispatch[i] != wantDispatch {
+			t.Errorf("request %d to %s: run %q, dispatch %q; want r1 and %q", i, path, seen.runs[i], seen.dispatch[i], wantDispatch)
+		}
+	}
+	n := len(seen.paths)
+	seen.Unlock()
+	if n == 0 {
+		t.Fatal("the bridge saw no request")
+	}
+	if _, err := p.Tools(ctx, url, "../docs"); err == nil {
+		t.Error("a slug with a path in it was listed")
+	}
+	remove()
+	if _, err := p.Tools(ctx, url, "docs"); err == nil {
+		t.Error("a run that ended still listed its server's tools")
+	}
+	seen.Lock()
+	defer seen.Unlock()
+	if len(seen.paths) != n {
+		t.Errorf("the bridge saw %d requests after the run ended", len(seen.paths)-n)
 	}
 }

@@ -36,6 +36,9 @@ type Converter struct {
 	Base string
 	// MCPServers are the names of the session's MCP servers.
 	MCPServers []string
+	// MCPTools, when set, names the servers among MCPServers that list a
+	// tool: asked only for a bare tool name several servers could have.
+	MCPTools func(tool string) []string
 	// Now stamps messages; nil means time.Now.
 	Now func() time.Time
 	// CostBase is the session's running cost before the turn (usage_update

@@ -73,7 +73,7 @@ func (c *Converter) emit(s *callState) []events.Output {
 
 func (c *Converter) emitOne(s *callState) []events.Output {
 	s.emitted = true
-	s.name, s.raw = canonicalName(c.Profile, &s.call, c.MCPServers)
+	s.name, s.raw = canonicalName(c.Profile, &s.call, c.MCPServers, c.MCPTools)
 	s.name = events.CanonicalMCPAsk(s.name)
 	if c.Profile != nil && (c.Profile.Drop[s.raw] || c.Profile.Drop[s.Title]) {
 		s.dropped = true

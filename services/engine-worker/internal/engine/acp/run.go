@@ -5,6 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
+	"time"
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/services/engine-worker/internal/engine"
@@ -108,7 +111,7 @@ func (e *Engine) Run(ctx context.Context, req engine.Request, emit engine.Emit) 
 	}
 	t := &turn{e: e, a: a, req: req, log: log, secrets: secrets(cred), live: live, loaded: s.how == "load",
 		conv: &Converter{Profile: e.p, SessionID: s.id, Model: runs, Base: req.RunID, MCPServers: serverNames(req.MCPServers),
-			CostBase: live.cost}}
+			MCPTools: toolIndex(ctx, req.MCPServers, log), CostBase: live.cost}}
 	t.emitFn = emit
 	init := []events.Output{events.SystemInit{SessionID: s.id, Model: runs, Engine: e.p.Type, Tools: []string{}, MCPServers: status}}
 	if substituted {
@@ -142,6 +145,45 @@ func connected(servers []engine.MCPServer) []events.MCPServer {
 	}
 	return out
 }
+
+// toolIndex answers which of servers list a tool. It asks every server
+// that can tell (engine.MCPServer.Tools) at once, on the first question,
+// so a turn without an ambiguous call lists nothing; a server that fails
+// to answer within listTimeout is logged and counts as listing nothing.
+func toolIndex(ctx context.Context, servers []engine.MCPServer, log *slog.Logger) func(tool string) []string {
+	var once sync.Once
+	index := map[string][]string{}
+	return func(tool string) []string {
+		once.Do(func() {
+			ctx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			for _, s := range servers {
+				if s.Tools == nil {
+					continue
+				}
+				wg.Go(func() {
+					names, err := s.Tools(ctx)
+					if err != nil {
+						log.Warn("acp: could not list an MCP server's tools", "server", s.Name, "err", err)
+						return
+					}
+					mu.Lock()
+					defer mu.Unlock()
+					for _, n := range names {
+						index[n] = append(index[n], s.Name)
+					}
+				})
+			}
+			wg.Wait()
+		})
+		return index[tool]
+	}
+}
+
+// listTimeout bounds toolIndex's listing.
+const listTimeout = 10 * time.Second
 
 func serverNames(servers []engine.MCPServer) []string {
 	names := make([]string, 0, len(servers))

@@ -88,7 +88,9 @@ type ToolNames map[string]events.ToolName
 // canonicalName names a call: its raw name (from _meta, or what the
 // profile reads from the id or title) through the agent's map; an MCP tool
 // as mcp__<server>__<tool>; else by its kind; else Unknown:<name>.
-func canonicalName(p *Profile, c *call, servers []string) (name, raw string) {
+// offering, when not nil, names the servers that list a tool (see
+// bareMCPServer).
+func canonicalName(p *Profile, c *call, servers []string, offering func(tool string) []string) (name, raw string) {
 	raw = c.MetaName
 	if raw == "" && p.RawToolName != nil {
 		raw = p.RawToolName(c.ID, c.FirstName)
@@ -109,7 +111,7 @@ func canonicalName(p *Profile, c *call, servers []string) (name, raw string) {
 		// A bare tool name of kind other (Qwen names an MCP call this way
 		// until it completes): the server that can have it.
 		if c.Kind == "other" && !strings.ContainsAny(raw, " \t:/") {
-			if s := bareMCPServer(raw, servers); s != "" {
+			if s := bareMCPServer(raw, servers, offering); s != "" {
 				return events.MCPToolPrefix + s + "__" + raw, raw
 			}
 		}
@@ -130,9 +132,11 @@ func canonicalName(p *Profile, c *call, servers []string) (name, raw string) {
 // bareMCPServer is the server of the session's servers that a bare MCP
 // tool name belongs to, "" when that cannot be told: with one server, it;
 // else one of Clopen's own tools is the bridge's (every run has it beside
-// the tenant's servers), any other tool the one external server's; with
-// several external servers a bare name is ambiguous.
-func bareMCPServer(raw string, servers []string) string {
+// the tenant's servers), any other tool the one external server's. With
+// several external servers, the one of them that offering says lists the
+// tool; when none or more than one does (or offering is nil) the name is
+// left unknown rather than guessed.
+func bareMCPServer(raw string, servers []string, offering func(tool string) []string) string {
 	if len(servers) == 1 {
 		return servers[0]
 	}
@@ -150,6 +154,16 @@ func bareMCPServer(raw string, servers []string) string {
 		return events.MCPInternalServer
 	case len(external) == 1:
 		return external[0]
+	case len(external) > 1 && offering != nil:
+		var has []string
+		for _, s := range offering(raw) {
+			if slices.Contains(external, s) && !slices.Contains(has, s) {
+				has = append(has, s)
+			}
+		}
+		if len(has) == 1 {
+			return has[0]
+		}
 	}
 	return ""
 }
