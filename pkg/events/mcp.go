@@ -184,6 +184,10 @@ type ResolvedMCPServer struct {
 	// works (its refresh was refused): a person must authorize it again,
 	// and the bridge tells the run so instead of calling it.
 	NeedsAuth string `json:"needsAuth,omitempty"`
+	// Expires is when the Authorization header the server's OAuth grant
+	// gave expires (zero: no grant, or a token without an expiry). The
+	// bridge resolves the server again before then, which refreshes it.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Signing in to a remote MCP server that wants OAuth, under

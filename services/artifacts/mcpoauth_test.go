@@ -61,6 +61,10 @@ func TestMCPOAuthGrant(t *testing.T) {
 			if err != nil || !ok || !as.Valid(tok, m.URL()) || r.NeedsAuth != "" || r.Headers["X-Team"] != "a" {
 				t.Errorf("racing resolve = %+v, %v; want a live bearer beside the sealed header", r.NeedsAuth, err)
 			}
+			// The bridge renews a run's link before the token expires.
+			if until := time.Until(r.Expires); until <= 0 || until > as.TTL {
+				t.Errorf("the resolved token expires in %v, want within the server's TTL %v", until, as.TTL)
+			}
 		})
 	}
 	wg.Wait()

@@ -87,6 +87,7 @@ func (s *Store) ResolveMCPServer(ctx context.Context, tenant, project, slug stri
 				out.Headers = map[string]string{}
 			}
 			out.Headers["Authorization"] = g.Token.Header()
+			out.Expires = g.Token.Expiry
 		}
 		return nil
 	})

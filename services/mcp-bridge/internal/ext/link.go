@@ -25,8 +25,11 @@ type link struct {
 	server events.ResolvedMCPServer
 	http   http.Handler
 
-	mu       sync.Mutex
-	last     time.Time
+	mu   sync.Mutex
+	last time.Time
+	// creds is the server as last resolved: its headers, and its OAuth
+	// token's expiry and state, renewed before the token expires.
+	creds    events.ResolvedMCPServer
 	upstream *mcp.ClientSession
 	// sessions are the agent's sessions with this link, closed with it.
 	sessions map[*mcp.ServerSession]bool
@@ -83,14 +86,17 @@ func (l *link) session(ctx context.Context) (*mcp.ClientSession, func(error) err
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.last = time.Now()
-	if l.server.NeedsAuth != "" {
+	if err := l.renew(ctx); err != nil {
+		return nil, nil, err
+	}
+	if l.creds.NeedsAuth != "" {
 		// Said to the agent as the call's error: not a 401, which it would
 		// take for its own credentials and retry or sign in to itself.
 		return nil, nil, fmt.Errorf("MCP server %q needs to be signed in to again by an admin of the server "+
-			"(its OAuth grant stopped working: %s); until then it cannot be called", l.server.Slug, l.server.NeedsAuth)
+			"(its OAuth grant stopped working: %s); until then it cannot be called", l.server.Slug, l.creds.NeedsAuth)
 	}
 	if l.upstream == nil {
-		cs, err := connect(ctx, l.h.opts, l.server)
+		cs, err := connect(ctx, l.h.opts, l.creds)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -103,6 +109,36 @@ func (l *link) session(ctx context.Context) (*mcp.ClientSession, func(error) err
 		}
 		return err
 	}, nil
+}
+
+// renewAhead is how long before its OAuth token expires a link resolves
+// its server again: inside the margin in which the artifacts service
+// refreshes a token (mcpoauth.Client.FreshToken), so the resolve brings a
+// new one.
+const renewAhead = time.Minute
+
+// renew resolves the link's server again when its OAuth token is about to
+// expire (a run can outlive the token it started with), and reconnects
+// with the new one. l.mu is held.
+func (l *link) renew(ctx context.Context) error {
+	if l.creds.Expires.IsZero() || time.Until(l.creds.Expires) > renewAhead {
+		return nil
+	}
+	s, err := l.h.resolve.Server(ctx, l.run.TenantID, l.run.ProjectID, l.server.Slug)
+	if err != nil {
+		return fmt.Errorf("MCP server %q: its OAuth token expires and could not be renewed: %w", l.server.Slug, err)
+	}
+	if s.ID != l.server.ID || s.URL != l.server.URL {
+		// Replaced or moved since the run began: the run keeps to the
+		// server it was given, and its next turn resolves the new one.
+		return fmt.Errorf("MCP server %q was changed during the run; its OAuth token expires and is not renewed from the new one", l.server.Slug)
+	}
+	l.creds = s
+	if l.upstream != nil {
+		_ = l.upstream.Close()
+		l.upstream = nil
+	}
+	return nil
 }
 
 // lostConnection reports whether err is a failed connection rather than
