@@ -34,6 +34,7 @@ import (
 	"clopen.dev/pkg/platform/busauth"
 	"clopen.dev/pkg/platform/bustoken"
 	"clopen.dev/pkg/platform/egress"
+	"clopen.dev/pkg/platform/egressproxy"
 	"clopen.dev/pkg/platform/health"
 	"clopen.dev/pkg/platform/servepg"
 	"clopen.dev/services/mcp-bridge/internal/binding"
@@ -77,6 +78,10 @@ type Config struct {
 	// StdioReadOnly are dirs the stdio servers see read-only besides the
 	// system's: where the operator installed the servers tenants may run.
 	StdioReadOnly []string
+	// StdioAllow are the destinations stdio servers may reach over HTTP(S)
+	// through the bridge's egress proxy (egressproxy.EnvAllowMCPStdio),
+	// at public addresses only; none leaves them loopback only.
+	StdioAllow []egressproxy.Rule
 	// IdleTimeout stops a stdio server no call has used that long, and
 	// closes a run's connection to a server it has not used that long; 0 is
 	// 10 minutes.
@@ -136,7 +141,16 @@ func Run(ctx context.Context, cfg Config, d Deps) error {
 	verifier := cfg.Tokens.Verifier()
 	extOpts := ext.Options{Logger: d.Logger, AllowHosts: cfg.AllowHosts, IdleTimeout: cfg.IdleTimeout}
 	if cfg.StdioDir != "" {
-		extOpts.Launch = (&confine.Launcher{Dir: cfg.StdioDir, ReadOnly: cfg.StdioReadOnly}).Launch
+		l := &confine.Launcher{Dir: cfg.StdioDir, ReadOnly: cfg.StdioReadOnly}
+		if len(cfg.StdioAllow) > 0 {
+			stop, err := l.ServeEgress(&egressproxy.Proxy{Allow: cfg.StdioAllow, Logger: d.Logger})
+			if err != nil {
+				return err
+			}
+			defer stop()
+			d.Logger.InfoContext(ctx, "stdio MCP servers may reach the operator's allowed destinations", "allow", cfg.StdioAllow)
+		}
+		extOpts.Launch = l.Launch
 	}
 	stopProbe, err := serveProbe(ctx, d.NATS, svc, verifier, extOpts, func(err error) { d.Logger.Error("mcp probe", "err", err) })
 	if err != nil {
@@ -215,7 +229,8 @@ func (b *lazyBucket) Get(ctx context.Context, key string) (jetstream.KeyValueEnt
 }
 
 // StdioFromEnv reads the stdio servers' variables (EnvStdioDir,
-// EnvStdioReadOnly, EnvIdle) into c; an unset one leaves its field be.
+// EnvStdioReadOnly, egressproxy.EnvAllowMCPStdio, EnvIdle) into c; an
+// unset one leaves its field be.
 func (c *Config) StdioFromEnv(getenv func(string) string) error {
 	switch dir := getenv(EnvStdioDir); dir {
 	case "":
@@ -231,6 +246,13 @@ func (c *Config) StdioFromEnv(getenv func(string) string) error {
 			}
 			c.StdioReadOnly = append(c.StdioReadOnly, d)
 		}
+	}
+	if v := getenv(egressproxy.EnvAllowMCPStdio); v != "" {
+		rules, err := egressproxy.ParseAllow(egressproxy.EnvAllowMCPStdio, v)
+		if err != nil {
+			return err
+		}
+		c.StdioAllow = rules
 	}
 	if v := getenv(EnvIdle); v != "" {
 		d, err := time.ParseDuration(v)

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"clopen.dev/pkg/platform/egressproxy"
 	"clopen.dev/pkg/platform/sandbox"
-	"clopen.dev/services/engine-worker/internal/egressproxy"
 	"clopen.dev/services/engine-worker/internal/engine"
 )
 

@@ -14,8 +14,8 @@ import (
 	"sync"
 
 	"clopen.dev/pkg/platform/egress"
+	"clopen.dev/pkg/platform/egressproxy"
 	"clopen.dev/pkg/platform/sandbox"
-	"clopen.dev/services/engine-worker/internal/egressproxy"
 	"clopen.dev/services/engine-worker/internal/engine"
 	"clopen.dev/services/engine-worker/internal/mcpproxy"
 	"clopen.dev/services/engine-worker/internal/modelproxy"
@@ -60,7 +60,7 @@ func Sandboxing(ctx context.Context, getenv func(string) string, runDir string, 
 		if sbx.MCP, err = mcpproxy.Listen(runDir); err != nil {
 			return nil, err
 		}
-		rules, err := egressproxy.ParseAllow(getenv(egressproxy.EnvAllow))
+		rules, err := egressproxy.ParseAllow(egressproxy.EnvAllow, getenv(egressproxy.EnvAllow))
 		if err != nil {
 			return nil, err
 		}
@@ -84,21 +84,11 @@ func allowEgress(sbx *engine.Sandboxing, proxy *egressproxy.Proxy, runDir string
 	if len(proxy.Allow) == 0 {
 		return nil
 	}
-	sock := filepath.Join(runDir, "egress.sock")
-	_ = os.Remove(sock)
-	ln, err := net.Listen("unix", sock)
+	ep, env, _, err := proxy.ServeSandboxes(filepath.Join(runDir, "egress.sock"), EgressPort)
 	if err != nil {
-		return fmt.Errorf("egress proxy: %w", err)
+		return err
 	}
-	if err := os.Chmod(sock, 0o666); err != nil {
-		ln.Close()
-		return fmt.Errorf("egress proxy: %w", err)
-	}
-	go func() { _ = proxy.Serve(ln) }()
-	url := "http://127.0.0.1:" + strconv.Itoa(EgressPort)
-	sbx.Egress = &sandbox.Endpoint{Port: EgressPort, Socket: sock}
-	sbx.Env = []string{"HTTPS_PROXY=" + url, "https_proxy=" + url, "HTTP_PROXY=" + url, "http_proxy=" + url,
-		"NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1", "NODE_USE_ENV_PROXY=1"}
+	sbx.Egress, sbx.Env = &ep, env
 	if proxy.Logger != nil {
 		proxy.Logger.Info("agents may reach the operator's allowed destinations through the egress proxy", "allow", proxy.Allow)
 	}

@@ -14,7 +14,10 @@
 //     command is looked up on PATH in that view: node from the host's
 //     /usr is there, the bridge's state dir and other tenants' dirs are not;
 //   - its own pid namespace and a network namespace with loopback only:
-//     no NATS, no Postgres, no other host;
+//     no NATS, no Postgres, no other host; when the operator allows
+//     destinations (ServeEgress), one loopback port reaches the egress
+//     proxy, which goes to those alone, at public addresses, and
+//     HTTPS_PROXY and HTTP_PROXY name it;
 //   - an environment of PATH, HOME, LANG and the server's own env (its
 //     sealed values, unsealed for the process) only: nothing of the
 //     bridge's. The server's env reaches the server alone
@@ -39,6 +42,7 @@ import (
 	"sync"
 
 	"clopen.dev/pkg/events"
+	"clopen.dev/pkg/platform/egressproxy"
 	"clopen.dev/pkg/platform/sandbox"
 )
 
@@ -60,6 +64,33 @@ type Launcher struct {
 
 	mu      sync.Mutex
 	checked bool
+	// egress is the egress proxy's endpoint, and egressEnv the variables
+	// that point a server at it (ServeEgress); nil: no way out.
+	egress    *sandbox.Endpoint
+	egressEnv []string
+}
+
+// EgressPort is the loopback port inside each server's sandbox where the
+// egress proxy is reached.
+const EgressPort = 3130
+
+// ServeEgress serves p on a unix socket in Dir and gives every server
+// launched after it a way out through p; stop ends it.
+func (l *Launcher) ServeEgress(p *egressproxy.Proxy) (stop func(), err error) {
+	if l.Dir == "" {
+		return nil, errors.New("confine: no state dir for stdio MCP servers")
+	}
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("confine: %w", err)
+	}
+	ep, env, stop, err := p.ServeSandboxes(filepath.Join(l.Dir, "egress.sock"), EgressPort)
+	if err != nil {
+		return nil, fmt.Errorf("stdio servers: %w", err)
+	}
+	l.mu.Lock()
+	l.egress, l.egressEnv = &ep, env
+	l.mu.Unlock()
+	return stop, nil
 }
 
 // path is the PATH of every server, inside the sandbox.
@@ -86,6 +117,11 @@ func (l *Launcher) Launch(ctx context.Context, tenant string, s events.ResolvedM
 	uid := uids.UID(tenant)
 	spec := sandbox.Spec{UID: uid, GID: uid, Workspace: work, State: []string{home}, ReadOnly: l.ReadOnly, Limits: l.Limits,
 		CommandEnv: serverEnv(s.Env)}
+	l.mu.Lock()
+	if l.egress != nil {
+		spec.Endpoints, spec.Env = []sandbox.Endpoint{*l.egress}, l.egressEnv
+	}
+	l.mu.Unlock()
 	c, err := sb.Command(spec, append([]string{s.Command}, s.Args...))
 	if err != nil {
 		return nil, nil, fmt.Errorf("sandbox MCP server %s: %w", s.Slug, err)

@@ -14,7 +14,7 @@ import (
 )
 
 func TestParseAllow(t *testing.T) {
-	got, err := ParseAllow(" registry.npmjs.org, GitHub.com:22 ,*.pypi.org,")
+	got, err := ParseAllow(EnvAllow, " registry.npmjs.org, GitHub.com:22 ,*.pypi.org,")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestParseAllow(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"https://x.org", "x.org:0", "x.org:99999", "user@x.org", "*", "*.", "[::1]"} {
-		if _, err := ParseAllow(bad); err == nil {
+		if _, err := ParseAllow(EnvAllow, bad); err == nil {
 			t.Errorf("ParseAllow(%q) = nil error", bad)
 		}
 	}
@@ -124,7 +124,7 @@ func FuzzParseAllow(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		rules, err := ParseAllow(s)
+		rules, err := ParseAllow(EnvAllow, s)
 		if err != nil {
 			return
 		}

@@ -1,16 +1,18 @@
-// Package egressproxy is the one way out of an agent's sandbox besides its
-// model API: an HTTP forward proxy that reaches only the destinations the
-// operator allows (package registries, git hosts), named in
-// CLOPEN_SANDBOX_ALLOW. The worker serves it on a unix socket that every
-// sandbox mounts as a loopback port, and points agents at it with
-// HTTPS_PROXY and HTTP_PROXY.
+// Package egressproxy is the one way out of a sandbox besides the
+// endpoints it was given: an HTTP forward proxy that reaches only the
+// destinations the operator allows (package registries, git hosts, the
+// APIs a tenant's stdio MCP server calls). Agents' allow-list is
+// CLOPEN_SANDBOX_ALLOW, read by the worker; stdio MCP servers' is
+// CLOPEN_MCP_STDIO_ALLOW, read by the MCP bridge. Each serves it on a unix
+// socket that its sandboxes mount as a loopback port, and points the
+// confined process at it with HTTPS_PROXY and HTTP_PROXY.
 //
 // HTTPS goes through CONNECT, so the proxy sees the host and port, never
 // the traffic. Plain http is forwarded for allowed hosts. Every destination
 // is checked twice: its name against the allow-list, then, when it
 // connects, the address it resolved to must be public (no loopback,
 // private, link-local or metadata address), so an allowed name that
-// resolves to the worker's own network is refused too.
+// resolves to the host's own network is refused too.
 package egressproxy
 
 import (
@@ -21,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,6 +31,7 @@ import (
 	"time"
 
 	"clopen.dev/pkg/platform/egress"
+	"clopen.dev/pkg/platform/sandbox"
 )
 
 // EnvAllow lists, comma-separated, the destinations agents may reach:
@@ -35,15 +39,19 @@ import (
 // every subdomain of example.com.
 const EnvAllow = "CLOPEN_SANDBOX_ALLOW"
 
+// EnvAllowMCPStdio is the same list for tenants' stdio MCP servers, which
+// the MCP bridge runs.
+const EnvAllowMCPStdio = "CLOPEN_MCP_STDIO_ALLOW"
+
 // Rule is one allowed destination.
 type Rule struct {
 	Host string // lower case; a leading "*." matches any subdomain
 	Port int    // 0: 443 for CONNECT, 80 for http
 }
 
-// ParseAllow reads an allow-list; an entry that is not a host or host:port
-// is an error naming it.
-func ParseAllow(v string) ([]Rule, error) {
+// ParseAllow reads the allow-list of the variable name; an entry that is
+// not a host or host:port is an error naming both.
+func ParseAllow(name, v string) ([]Rule, error) {
 	var out []Rule
 	for _, f := range strings.Split(v, ",") {
 		f = strings.ToLower(strings.TrimSpace(f))
@@ -54,13 +62,13 @@ func ParseAllow(v string) ([]Rule, error) {
 		if h, p, err := net.SplitHostPort(f); err == nil {
 			n, err := strconv.Atoi(p)
 			if err != nil || n < 1 || n > 65535 {
-				return nil, fmt.Errorf("%s: %q: bad port", EnvAllow, f)
+				return nil, fmt.Errorf("%s: %q: bad port", name, f)
 			}
 			host, port = h, n
 		}
 		name := strings.TrimPrefix(host, "*.")
 		if name == "" || strings.ContainsAny(name, "/@*[]") || strings.Contains(name, "://") {
-			return nil, fmt.Errorf("%s: %q: want host or host:port", EnvAllow, f)
+			return nil, fmt.Errorf("%s: %q: want host or host:port", name, f)
 		}
 		out = append(out, Rule{Host: host, Port: port})
 	}
@@ -130,6 +138,28 @@ func (p *Proxy) allowed(host string, port, defaultPort int) bool {
 		}
 	}
 	return false
+}
+
+// ServeSandboxes serves p on a new unix socket at sock, which sandboxes
+// mount as 127.0.0.1:port, and returns that endpoint and the variables
+// that point a confined process and its tools at it; stop closes the
+// socket. The socket accepts any uid (mode 0666): only the sandboxes it is
+// mounted in can see it.
+func (p *Proxy) ServeSandboxes(sock string, port int) (_ sandbox.Endpoint, env []string, stop func(), _ error) {
+	_ = os.Remove(sock)
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		return sandbox.Endpoint{}, nil, nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	if err := os.Chmod(sock, 0o666); err != nil {
+		ln.Close()
+		return sandbox.Endpoint{}, nil, nil, fmt.Errorf("egress proxy: %w", err)
+	}
+	go func() { _ = p.Serve(ln) }()
+	url := "http://127.0.0.1:" + strconv.Itoa(port)
+	env = []string{"HTTPS_PROXY=" + url, "https_proxy=" + url, "HTTP_PROXY=" + url, "http_proxy=" + url,
+		"NO_PROXY=127.0.0.1,localhost,::1", "no_proxy=127.0.0.1,localhost,::1", "NODE_USE_ENV_PROXY=1"}
+	return sandbox.Endpoint{Port: port, Socket: sock}, env, func() { ln.Close() }, nil
 }
 
 // Serve answers proxy requests on ln until it is closed.
