@@ -8,6 +8,7 @@ import (
 
 	"clopen.dev/pkg/events"
 	"clopen.dev/pkg/platform/sandbox"
+	"clopen.dev/pkg/platform/sandbox/sandboxtest"
 )
 
 func TestMain(m *testing.M) {
@@ -21,12 +22,7 @@ func TestMain(m *testing.M) {
 // at the same path). The server's env is neither in bwrap's environment
 // nor on its command line.
 func TestServerEnvNeverReachesBwrap(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("the sandbox needs root")
-		}
-		t.Skip("the sandbox needs root")
-	}
+	sandboxtest.NeedRoot(t)
 	l := &Launcher{Dir: t.TempDir()}
 	s := events.ResolvedMCPServer{MCPServerDef: events.MCPServerDef{Slug: "evil", Transport: events.MCPStdio, Command: "true"},
 		Env: map[string]string{"LD_PRELOAD": "/evil.so", "TOKEN": "sealed-value"}}
