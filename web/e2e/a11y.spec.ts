@@ -34,11 +34,15 @@ test.describe('axe: no serious violations', () => {
   });
 
   test('in the settings', async ({ page, app }) => {
-    for (const section of ['skills', 'permissions', 'providers', 'engines']) {
+    for (const section of ['skills', 'mcp-servers', 'permissions', 'providers', 'engines']) {
       await page.goto(`${app.url}/settings/${section}`);
       await expect(page.getByRole('heading', { level: 2 })).toBeVisible();
       await scan(page, `settings/${section}`);
     }
+    await page.goto(`${app.url}/settings/mcp-servers`);
+    await page.getByRole('button', { name: 'New server' }).click();
+    await page.getByRole('button', { name: 'Add header' }).click();
+    await scan(page, 'settings/mcp-servers with the form open');
   });
 
   test('on the projects page and the sign-in', async ({ page, app }) => {

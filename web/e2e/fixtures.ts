@@ -72,17 +72,25 @@ function makeApp(): App {
   };
 }
 
-/** watch fails the test on what a healthy page never does. */
-export function watch(page: Page, problems: string[]): void {
+/** watch fails the test on what a healthy page never does. A call the
+ *  API refuses with one of the statuses in refusals (ones the test provokes
+ *  on purpose) is not a problem. */
+export function watch(page: Page, problems: string[], refusals: number[] = []): void {
   page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
   page.on('console', (m) => {
     const text = m.text();
+    const status = Number(/status of (\d{3})/.exec(text)?.[1]);
     if (/Content Security Policy|Refused to/.test(text)) problems.push(`CSP: ${text}`);
-    else if (m.type() === 'error' && !/status of 40[14]|WebSocket connection to .* failed|ERR_CONNECTION/.test(text)) problems.push(`console error: ${text}`);
+    else if (m.type() === 'error' && !refusals.includes(status) && !/status of 40[14]|WebSocket connection to .* failed|ERR_CONNECTION/.test(text)) {
+      problems.push(`console error: ${text}`);
+    }
   });
 }
 
-export const test = base.extend<{ app: App; project: { id: string; name: string }; problems: string[] }>({
+export const test = base.extend<{ app: App; project: { id: string; name: string }; problems: string[]; refusals: number[] }>({
+  // The statuses a test's page is expected to be refused with
+  // (test.use({ refusals: [409] })).
+  refusals: [[], { option: true }],
   app: async ({}, use) => {
     await use(makeApp());
   },
@@ -95,8 +103,8 @@ export const test = base.extend<{ app: App; project: { id: string; name: string 
     await use(problems);
     expect(problems, 'the page logged problems').toEqual([]);
   },
-  page: async ({ page, problems }, use) => {
-    watch(page, problems);
+  page: async ({ page, problems, refusals }, use) => {
+    watch(page, problems, refusals);
     await use(page);
   },
 });
