@@ -192,7 +192,8 @@ func refuse(w http.ResponseWriter, status int, msg string) {
 
 // newLink builds the MCP server a run's agent talks to for s.
 func (h *Handler) newLink(run binding.Run, s events.ResolvedMCPServer) *link {
-	l := &link{h: h, run: run, server: s, creds: s, last: time.Now()}
+	now := time.Now()
+	l := &link{h: h, run: run, server: s, creds: s, resolved: now, last: now}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "clopen-" + s.Slug, Version: "1"},
 		&mcp.ServerOptions{Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}}})
 	srv.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {

@@ -27,9 +27,10 @@ type link struct {
 
 	mu   sync.Mutex
 	last time.Time
-	// creds is the server as last resolved: its headers, and its OAuth
-	// token's expiry and state, renewed before the token expires.
+	// creds is the server as last resolved, at resolved: its headers, and
+	// its OAuth token's expiry and state, renewed before the token expires.
 	creds    events.ResolvedMCPServer
+	resolved time.Time
 	upstream *mcp.ClientSession
 	// sessions are the agent's sessions with this link, closed with it.
 	sessions map[*mcp.ServerSession]bool
@@ -114,14 +115,16 @@ func (l *link) session(ctx context.Context) (*mcp.ClientSession, func(error) err
 // renewAhead is how long before its OAuth token expires a link resolves
 // its server again: inside the margin in which the artifacts service
 // refreshes a token (mcpoauth.Client.FreshToken), so the resolve brings a
-// new one.
+// new one. A token that lived less than twice that when it was resolved is
+// renewed halfway through its life instead, so that a server issuing
+// short tokens is not asked for a new one at every call.
 const renewAhead = time.Minute
 
 // renew resolves the link's server again when its OAuth token is about to
 // expire (a run can outlive the token it started with), and reconnects
 // with the new one. l.mu is held.
 func (l *link) renew(ctx context.Context) error {
-	if l.creds.Expires.IsZero() || time.Until(l.creds.Expires) > renewAhead {
+	if l.creds.Expires.IsZero() || time.Until(l.creds.Expires) > min(renewAhead, l.creds.Expires.Sub(l.resolved)/2) {
 		return nil
 	}
 	s, err := l.h.resolve.Server(ctx, l.run.TenantID, l.run.ProjectID, l.server.Slug)
@@ -133,7 +136,7 @@ func (l *link) renew(ctx context.Context) error {
 		// server it was given, and its next turn resolves the new one.
 		return fmt.Errorf("MCP server %q was changed during the run; its OAuth token expires and is not renewed from the new one", l.server.Slug)
 	}
-	l.creds = s
+	l.creds, l.resolved = s, time.Now()
 	if l.upstream != nil {
 		_ = l.upstream.Close()
 		l.upstream = nil

@@ -41,7 +41,8 @@ func (g *grants) set(token string, expires time.Time, needsAuth string) {
 
 // TestATokenThatExpiresDuringARunIsRenewed: a run's link to a remote
 // server resolves the server again when its OAuth token is about to
-// expire, and calls on with the refreshed token; the upstream, which
+// expire (here a short one, halfway through its life), and calls on with
+// the refreshed token; the upstream, which
 // takes only the current token, never sees the old one after it was
 // replaced. A grant that can no longer be refreshed ends the calls with
 // the sign-in message.
@@ -63,9 +64,9 @@ func TestATokenThatExpiresDuringARunIsRenewed(t *testing.T) {
 	t.Cleanup(front.Close)
 	g := &grants{server: events.ResolvedMCPServer{MCPServerDef: events.MCPServerDef{ID: "srv-1", Slug: "docs",
 		Transport: events.MCPHTTP, URL: front.URL}}}
-	// Expiring just outside the bridge's renewal window: the first calls
-	// use it as it is.
-	g.set("tok-1", time.Now().Add(61*time.Second), "")
+	// A short token: the link renews it halfway through its life, and
+	// uses it as it is before that.
+	g.set("tok-1", time.Now().Add(2*time.Second), "")
 	h := ext.New(g, ext.Options{HTTPClient: &http.Client{}})
 	t.Cleanup(func() { _ = h.Close() })
 	b := bridge(t, h)
@@ -83,8 +84,8 @@ func TestATokenThatExpiresDuringARunIsRenewed(t *testing.T) {
 	if n := g.resolves.Load(); n != 1 {
 		t.Fatalf("%d resolves before the token nears its expiry, want 1", n)
 	}
-	// The token is now inside the window; the authorization server has
-	// rotated it, and the upstream takes only the new one.
+	// The token is now in the second half of its life; the authorization
+	// server has rotated it, and the upstream takes only the new one.
 	time.Sleep(1200 * time.Millisecond)
 	g.set("tok-2", time.Now().Add(time.Hour), "")
 	valid.Store("Bearer tok-2")
@@ -102,13 +103,14 @@ func TestATokenThatExpiresDuringARunIsRenewed(t *testing.T) {
 
 	// A refresh refused for good: the artifacts service answers the next
 	// resolve with the grant marked, and the call is told to sign in again.
-	g.set("tok-3", time.Now().Add(30*time.Second), "")
+	g.set("tok-3", time.Now().Add(time.Second), "")
 	valid.Store("Bearer tok-3")
 	other, err := connectAs(t, b.URL, "a1", "docs") // a link of its own, on tok-3
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.set("", time.Time{}, "invalid_grant: the refresh token was revoked")
+	time.Sleep(700 * time.Millisecond)
 	calls := up.calls.Load()
 	res, err := other.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
 	if err == nil && !res.IsError || err != nil && !strings.Contains(err.Error(), "signed in to again") {
