@@ -114,6 +114,21 @@ describe('SessionStream', () => {
     expect(s.queue).toEqual([]);
   });
 
+  it('keeps a turn the frames ended ended when an older list of runs arrives after', () => {
+    const s = new SessionStream(S);
+    s.apply(snapshot(1, []));
+    s.apply(ev(2, 'chat:run-state', { state: 'running' }, 'run-1'));
+    s.apply(ev(3, 'chat:run-state', { state: 'cancelled' }, 'run-1'));
+    const run = { id: 'run-1', sessionId: S, engine: 'scripted', queuedAt: '' };
+    // The list a rejoin asked for before the cancel reached the page.
+    s.loadRuns([{ ...run, state: 'running' }]);
+    expect(s.turns.get('run-1')?.state).toBe('cancelled');
+    // A list may still end a turn, and fill in what the frames lacked.
+    s.apply(ev(4, 'chat:run-state', { state: 'running' }, 'run-2'));
+    s.loadRuns([{ ...run, id: 'run-2', state: 'completed', totalCostUsd: 0.25 }]);
+    expect(s.turns.get('run-2')).toMatchObject({ state: 'completed', costUsd: 0.25 });
+  });
+
   it('continues the path from the parent a message names (a fork)', () => {
     const s = new SessionStream(S);
     s.apply(snapshot(1, [

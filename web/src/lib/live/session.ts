@@ -146,11 +146,14 @@ export class SessionStream {
     return false;
   }
 
-  /** loadRuns merges the session's runs (REST) into the turns and queue. */
+  /** loadRuns merges the session's runs (REST) into the turns and queue.
+   *  The list can be older than the frames already applied (it was read
+   *  before the last of them, or from rows the event log is ahead of): a
+   *  turn the frames ended stays ended, whatever state the list gives. */
   loadRuns(runs: RunInfo[]): void {
     for (const r of runs) {
       const t = this.turn(r.id, r.state);
-      t.state = r.state;
+      if (!terminalStates.includes(t.state) || terminalStates.includes(r.state)) t.state = r.state;
       if (r.usage) t.usage = r.usage;
       if (r.totalCostUsd !== undefined) t.costUsd = r.totalCostUsd;
       if (r.error) t.error = r.error;
